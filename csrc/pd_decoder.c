@@ -1,0 +1,425 @@
+/* Configuration checks, parameter layout and draws, and the recorded forward pass. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pd_decoder.h"
+#include "pd_init.h"
+#include "pd_kernels.h"
+#include "pd_tensor.h"
+#include "ops/pd_ops.h"
+
+pd_status pd_config_validate(const pd_config *c, pd_error *e) {
+    /* Checks in the reference's order; index names the failed check. */
+    if (c->vocabulary_size == 0) return pd_fail(e, PD_ERR_CONFIG, 1, 0.0, -1, -1);
+    if (c->model_width == 0) return pd_fail(e, PD_ERR_CONFIG, 2, 0.0, -1, -1);
+    if (c->heads == 0) return pd_fail(e, PD_ERR_CONFIG, 3, 0.0, -1, -1);
+    if (c->model_width % c->heads) return pd_fail(e, PD_ERR_CONFIG, 4, 0.0, -1, -1);
+    if ((c->model_width / c->heads) % 2) return pd_fail(e, PD_ERR_CONFIG, 5, 0.0, -1, -1);
+    if (c->kv_heads == 0 || c->heads % c->kv_heads) return pd_fail(e, PD_ERR_CONFIG, 10, 0.0, -1, -1);
+    if (c->feed_forward_width == 0) return pd_fail(e, PD_ERR_CONFIG, 6, 0.0, -1, -1);
+    if (c->max_positions == 0) return pd_fail(e, PD_ERR_CONFIG, 7, 0.0, -1, -1);
+    if (!isfinite(c->rope_base) || c->rope_base <= 0.0) return pd_fail(e, PD_ERR_CONFIG, 8, c->rope_base, -1, -1);
+    if (!isfinite(c->rms_epsilon) || c->rms_epsilon < 0.0) return pd_fail(e, PD_ERR_CONFIG, 9, c->rms_epsilon, -1, -1);
+    return PD_OK;
+}
+
+size_t pd_param_tensor_count(const pd_config *c) { return 9 * c->layers + 2; }
+
+pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2]) {
+    const size_t W = c->model_width, F = c->feed_forward_width;
+    const size_t KVD = c->kv_heads * (W / c->heads);
+    const size_t n = pd_param_tensor_count(c);
+    if (i >= n) return PD_ERR_SHAPE;
+    if (i == 0) { *rank = 2; dims[0] = c->vocabulary_size; dims[1] = W; return PD_OK; }
+    if (i == n - 1) { *rank = 1; dims[0] = W; dims[1] = 1; return PD_OK; }
+    switch ((i - 1) % 9) {
+    case PD_P_ATTN_GAIN: case PD_P_FFN_GAIN: *rank = 1; dims[0] = W; dims[1] = 1; break;
+    case PD_P_WQ: case PD_P_WO: *rank = 2; dims[0] = W; dims[1] = W; break;
+    case PD_P_WK: case PD_P_WV: *rank = 2; dims[0] = W; dims[1] = KVD; break;
+    case PD_P_WG: case PD_P_WU: *rank = 2; dims[0] = W; dims[1] = F; break;
+    default: *rank = 2; dims[0] = F; dims[1] = W; break;
+    }
+    return PD_OK;
+}
+
+size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap) {
+    static const char *const suffix[9] = {
+        "attention_norm.gain", "attention.query.weight", "attention.key.weight",
+        "attention.value.weight", "attention.output.weight", "ffn_norm.gain",
+        "ffn.gate.weight", "ffn.up.weight", "ffn.down.weight"};
+    const size_t n = pd_param_tensor_count(c);
+    int len;
+    if (i == 0) len = snprintf(buf, cap, "token_embedding.weight");
+    else if (i == n - 1) len = snprintf(buf, cap, "final_norm.gain");
+    else len = snprintf(buf, cap, "blocks.%zu.%s", (i - 1) / 9, suffix[(i - 1) % 9]);
+    return len < 0 ? 0 : (size_t)len;
+}
+
+pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e) {
+    size_t total = 0, sz, rank, dims[2];
+    const size_t n = pd_param_tensor_count(c);
+    if (c->layers > (SIZE_MAX - 2) / 9) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    /* one block's count times the layer count, so huge depths stay O(1) */
+    size_t per_block = 0;
+    for (size_t i = 0; i < (n > 2 ? 9 : 0); i++) {
+        pd_param_shape(c, 1 + i, &rank, dims);
+        if (!pd_mul_ok(dims[0], rank == 2 ? dims[1] : 1, &sz) || !pd_add_ok(per_block, sz, &per_block))
+            return pd_fail(e, PD_ERR_OVERFLOW, 1 + i, 0.0, -1, -1);
+    }
+    if (!pd_mul_ok(per_block, c->layers, &total)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(c->vocabulary_size, c->model_width, &sz) || !pd_add_ok(total, sz, &total) ||
+        !pd_add_ok(total, c->model_width, &total))
+        return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    *count = total;
+    return PD_OK;
+}
+
+pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e) {
+    pd_rng trial = *rng;
+    const size_t n = pd_param_tensor_count(c);
+    for (size_t i = 0; i < n; i++) {
+        size_t rank, dims[2];
+        pd_param_shape(c, i, &rank, dims);
+        if (rank == 1) { /* gains start at 1.0 and consume no draws */
+            for (size_t w = 0; w < dims[0]; w++) values[i][w] = 1.0;
+            continue;
+        }
+        pd_xavier_scale s;
+        pd_status st = pd_xavier_scale_of(dims[0], dims[1], &s, e);
+        if (st == PD_OK) st = pd_xavier_fill(&s, &trial, values[i], e);
+        if (st != PD_OK) {
+            if (e) e->index = i;
+            return st;
+        }
+    }
+    *rng = trial;
+    return PD_OK;
+}
+
+pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e) {
+    memset(m, 0, sizeof *m);
+    pd_status st = pd_config_validate(c, e);
+    if (st != PD_OK) return st;
+    m->cfg = *c;
+    m->head_width = c->model_width / c->heads;
+    m->kv_width = c->kv_heads * m->head_width;
+    m->n_params = pd_param_tensor_count(c);
+    m->params = params;
+    size_t half = m->head_width / 2, tab;
+    if (!pd_mul_ok(c->max_positions, half, &tab)) return pd_fail(e, PD_ERR_ROPE, 0, 0.0, -1, -1);
+    m->rope_sin = pd_zeros(tab, e);
+    m->rope_cos = pd_zeros(tab, e);
+    if (!m->rope_sin || !m->rope_cos) {
+        pd_model_free(m);
+        return PD_ERR_ALLOC;
+    }
+    st = pd_rope_tables(c->max_positions, m->head_width, c->rope_base, m->rope_sin, m->rope_cos, e);
+    if (st != PD_OK) pd_model_free(m);
+    return st;
+}
+
+void pd_model_free(pd_model *m) {
+    free(m->rope_sin);
+    free(m->rope_cos);
+    m->rope_sin = m->rope_cos = NULL;
+}
+
+/* ---- forward ---------------------------------------------------------------------- */
+
+static size_t block_arena_size(const pd_model *m, size_t B, size_t T) {
+    const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+    return N * (6 + 12 * W + 3 * m->kv_width + 5 * F) + B * m->cfg.heads * T * T;
+}
+
+static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, size_t T) {
+    const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+    const size_t KV = N * m->kv_width, NW = N * W, NF = N * F;
+    r->arena = p;
+    r->an_m = p; p += N; r->an_z = p; p += N; r->an_r = p; p += N;
+    r->fn_m = p; p += N; r->fn_z = p; p += N; r->fn_r = p; p += N;
+    r->an_n = p; p += NW; r->an = p; p += NW; r->qh = p; p += NW; r->qr = p; p += NW;
+    r->ho = p; p += NW; r->mg = p; p += NW; r->ao = p; p += NW; r->aa = p; p += NW;
+    r->fn_n = p; p += NW; r->fn = p; p += NW; r->dn = p; p += NW; r->out = p; p += NW;
+    r->kh = p; p += KV; r->vh = p; p += KV; r->kr = p; p += KV;
+    r->gl = p; p += NF; r->sg = p; p += NF; r->gs = p; p += NF; r->up = p; p += NF; r->pr = p; p += NF;
+    r->pm = p;
+}
+
+#define CHECK_FINITE(buf, n, blk, kind)                                                   \
+    do {                                                                                  \
+        size_t where_;                                                                    \
+        if (!pd_all_finite((buf), (n), &where_))                                          \
+            return pd_fail(e, PD_ERR_NONFINITE, where_, (buf)[where_], (blk), (kind));    \
+    } while (0)
+
+static pd_status block_forward(const pd_model *m, const pd_graph *g, size_t b, const double *x,
+                               pd_block_rec *r, double *sq, double *sk, double *sv, pd_error *e) {
+    const pd_config *c = &m->cfg;
+    const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
+    const size_t KVD = m->kv_width, D = m->head_width;
+    pd_param *const *P = m->params + 1 + 9 * b;
+    const int blk = (int)b;
+    pd_status st = pd_rmsnorm_forward(N, W, x, P[PD_P_ATTN_GAIN]->value, c->rms_epsilon, g->valid,
+                                      r->an_m, r->an_z, r->an_r, r->an_n, r->an, blk,
+                                      PD_N_ATTN_NORM_OUTPUT, e);
+    if (st != PD_OK) return st;
+    pd_mm_nn(N, W, W, r->an, W, P[PD_P_WQ]->value, W, sq, W, 0);
+    pd_mm_nn(N, W, KVD, r->an, W, P[PD_P_WK]->value, KVD, sk, KVD, 0);
+    pd_mm_nn(N, W, KVD, r->an, W, P[PD_P_WV]->value, KVD, sv, KVD, 0);
+    CHECK_FINITE(sq, N * W, blk, PD_N_QUERY_HEADS);
+    CHECK_FINITE(sk, N * KVD, blk, PD_N_KEY_HEADS);
+    CHECK_FINITE(sv, N * KVD, blk, PD_N_VALUE_HEADS);
+    pd_split_heads(B, T, c->heads, D, sq, r->qh);
+    pd_split_heads(B, T, c->kv_heads, D, sk, r->kh);
+    pd_split_heads(B, T, c->kv_heads, D, sv, r->vh);
+    pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->qh, r->qr, 0);
+    pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->kh, r->kr, 0);
+    pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
+    st = pd_attention_forward(&geom, r->qr, r->kr, r->vh, r->pm, r->ho, blk, e);
+    if (st != PD_OK) return st;
+    CHECK_FINITE(r->ho, N * W, blk, PD_N_HEAD_OUTPUTS);
+    pd_merge_heads(B, T, c->heads, D, r->ho, r->mg);
+    pd_mm_nn(N, W, W, r->mg, W, P[PD_P_WO]->value, W, r->ao, W, 0);
+    CHECK_FINITE(r->ao, N * W, blk, PD_N_ATTN_OUTPUT);
+    for (size_t i = 0; i < N * W; i++) r->aa[i] = x[i] + r->ao[i];
+    CHECK_FINITE(r->aa, N * W, blk, PD_N_AFTER_ATTENTION);
+    st = pd_rmsnorm_forward(N, W, r->aa, P[PD_P_FFN_GAIN]->value, c->rms_epsilon, g->valid,
+                            r->fn_m, r->fn_z, r->fn_r, r->fn_n, r->fn, blk, PD_N_FFN_NORM_OUTPUT, e);
+    if (st != PD_OK) return st;
+    pd_mm_nn(N, W, F, r->fn, W, P[PD_P_WG]->value, F, r->gl, F, 0);
+    CHECK_FINITE(r->gl, N * F, blk, PD_N_GATE_LINEAR);
+    pd_silu_forward(N * F, r->gl, r->sg, r->gs);
+    CHECK_FINITE(r->gs, N * F, blk, PD_N_GATE_SILU);
+    pd_mm_nn(N, W, F, r->fn, W, P[PD_P_WU]->value, F, r->up, F, 0);
+    CHECK_FINITE(r->up, N * F, blk, PD_N_UP);
+    for (size_t i = 0; i < N * F; i++) r->pr[i] = r->gs[i] * r->up[i];
+    CHECK_FINITE(r->pr, N * F, blk, PD_N_PRODUCT);
+    pd_mm_nn(N, F, W, r->pr, F, P[PD_P_WD]->value, W, r->dn, W, 0);
+    CHECK_FINITE(r->dn, N * W, blk, PD_N_FFN_OUTPUT);
+    for (size_t i = 0; i < N * W; i++) r->out[i] = r->aa[i] + r->dn[i];
+    CHECK_FINITE(r->out, N * W, blk, PD_N_BLOCK_OUTPUT);
+    return PD_OK;
+}
+
+static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *valid,
+                             const size_t *pos, const size_t *seg_start, pd_error *e) {
+    const pd_config *c = &g->model->cfg;
+    const size_t B = g->B, T = g->T, N = g->N;
+    g->n_valid = 0;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            const size_t p = b * T + t;
+            g->valid[p] = valid ? (valid[p] != 0) : 1;
+            if (!g->valid[p]) {
+                g->ids[p] = 0;
+                g->pos[p] = 0;
+                g->seg_start[p] = t;
+                continue;
+            }
+            g->n_valid++;
+            if (ids[p] < 0 || (uint64_t)ids[p] >= c->vocabulary_size)
+                return pd_fail(e, PD_ERR_TOKEN, p, (double)ids[p], -1, PD_N_EMBEDDING);
+            g->ids[p] = ids[p];
+            size_t s0 = seg_start ? seg_start[p] : 0;
+            size_t ps = pos ? pos[p] : t;
+            /* a segment is a contiguous run of valid positions numbered 0, 1, ... */
+            if (s0 > t || ps != t - s0 || (t > s0 && !g->valid[p - 1]) ||
+                (t > s0 && g->seg_start[p - 1] != s0))
+                return pd_fail(e, PD_ERR_LAYOUT, p, (double)ps, -1, -1);
+            if (ps >= c->max_positions) return pd_fail(e, PD_ERR_LAYOUT, p, (double)ps, -1, -1);
+            g->pos[p] = ps;
+            g->seg_start[p] = s0;
+        }
+    if (g->n_valid == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
+    for (size_t b = 0; b < B; b++) {
+        size_t end = T;
+        for (size_t t = T; t-- > 0;) {
+            const size_t p = b * T + t;
+            if (!g->valid[p]) { g->seg_end[p] = t + 1; end = t; continue; }
+            g->seg_end[p] = end;
+            if (t == g->seg_start[p]) end = t;
+        }
+    }
+    (void)N;
+    return PD_OK;
+}
+
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e) {
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    const pd_config *c = &m->cfg;
+    const size_t L = c->layers, W = c->model_width, V = c->vocabulary_size;
+    size_t N, tmp;
+    if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(B, T, &N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (T > c->max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
+    g->B = B; g->T = T; g->N = N; g->recorded = record;
+    const size_t blk = block_arena_size(m, B, T);
+    const size_t n_sites = 2 * L + 1;
+    /* overflow guard for every arena below: sizes are sums of products bounded by this */
+    if (!pd_mul_ok(N, V + 16 * W + 8 * m->kv_width + 8 * c->feed_forward_width + 16, &tmp) ||
+        !pd_mul_ok(blk, L + 1, &tmp) || !pd_mul_ok(n_sites, N * W, &tmp))
+        return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    g->ids = malloc(N * sizeof(int64_t));
+    g->targets = malloc(N * sizeof(int64_t));
+    g->valid = malloc(N);
+    g->pos = malloc(N * sizeof(size_t));
+    g->seg_start = malloc(N * sizeof(size_t));
+    g->seg_end = malloc(N * sizeof(size_t));
+    g->revisions = malloc((m->n_params + 1) * sizeof(uint64_t));
+    g->sites = malloc(n_sites * sizeof(double *));
+    g->n_blocks_stored = record ? L : (L ? 1 : 0);
+    g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
+    /* x0, final norm (5 arrays), logits, q/k/v scratch */
+    g->arena = pd_zeros(N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width, e);
+    if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
+        !g->revisions || !g->sites || !g->blocks || !g->arena) {
+        pd_graph_free(g);
+        return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
+    }
+    for (size_t i = 0; i < g->n_blocks_stored; i++) {
+        double *a = pd_zeros(blk, e);
+        if (!a) { pd_graph_free(g); return PD_ERR_ALLOC; }
+        block_bind(&g->blocks[i], a, m, B, T);
+    }
+    if (!record) {
+        g->site_arena = pd_zeros(n_sites * N * W, e);
+        if (!g->site_arena) { pd_graph_free(g); return PD_ERR_ALLOC; }
+    }
+    double *p = g->arena;
+    g->x0 = p; p += N * W;
+    g->fo_m = p; p += N; g->fo_z = p; p += N; g->fo_r = p; p += N;
+    g->fo_n = p; p += N * W; g->fo = p; p += N * W;
+    g->logits = p; p += N * V;
+    double *sq = p; p += N * W;
+    double *sk = p; p += N * m->kv_width;
+    double *sv = p;
+
+    pd_status st = fill_layout(g, ids, valid, pos, seg_start, e);
+    if (st != PD_OK) { pd_graph_free(g); return st; }
+    for (size_t i = 0; i < m->n_params; i++) g->revisions[i] = m->params[i]->revision;
+
+    const double *E = m->params[0]->value;
+    pd_embedding_forward(N, W, E, g->ids, g->valid, g->x0);
+    g->sites[0] = g->x0;
+    if (!record) memcpy(g->site_arena, g->x0, N * W * sizeof(double));
+    const double *x = g->x0;
+    for (size_t b = 0; b < L; b++) {
+        pd_block_rec *r = &g->blocks[record ? b : 0];
+        st = block_forward(m, g, b, x, r, sq, sk, sv, e);
+        if (st != PD_OK) { pd_graph_free(g); return st; }
+        if (record) {
+            g->sites[2 * b + 1] = r->aa;
+            g->sites[2 * b + 2] = r->out;
+            x = r->out;
+        } else {
+            double *s1 = g->site_arena + (2 * b + 1) * N * W, *s2 = s1 + N * W;
+            memcpy(s1, r->aa, N * W * sizeof(double));
+            memcpy(s2, r->out, N * W * sizeof(double));
+            g->sites[2 * b + 1] = s1;
+            g->sites[2 * b + 2] = s2;
+            x = s2;
+        }
+    }
+    if (!record) g->sites[0] = g->site_arena;
+    st = pd_rmsnorm_forward(N, W, x, m->params[m->n_params - 1]->value, c->rms_epsilon, g->valid,
+                            g->fo_m, g->fo_z, g->fo_r, g->fo_n, g->fo, -1, PD_N_FINAL_NORM_OUTPUT, e);
+    if (st != PD_OK) { pd_graph_free(g); return st; }
+    pd_mm_nt(N, W, V, g->fo, W, E, W, g->logits, V, 0);
+    {
+        size_t where;
+        if (!pd_all_finite(g->logits, N * V, &where)) {
+            double v = g->logits[where];
+            pd_graph_free(g);
+            return pd_fail(e, PD_ERR_NONFINITE, where, v, -1, PD_N_LOGITS);
+        }
+    }
+    return PD_OK;
+}
+
+pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
+    const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    for (size_t p = 0; p < N; p++) {
+        if (!g->valid[p]) { g->targets[p] = 0; continue; }
+        if (targets[p] < 0 || (uint64_t)targets[p] >= V)
+            return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
+        g->targets[p] = targets[p];
+    }
+    double *prob = g->prob ? g->prob : pd_zeros(N * V, e);
+    if (!prob) return PD_ERR_ALLOC;
+    double loss;
+    size_t count;
+    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, &loss, &count, e);
+    if (st != PD_OK) {
+        if (prob != g->prob) free(prob);
+        return st;
+    }
+    g->prob = prob;
+    g->loss = loss;
+    g->n_targets = count;
+    g->has_loss = 1;
+    return PD_OK;
+}
+
+void pd_graph_free(pd_graph *g) {
+    for (size_t i = 0; g->blocks && i < g->n_blocks_stored; i++) free(g->blocks[i].arena);
+    free(g->blocks);
+    free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
+    free(g->seg_end); free(g->revisions); free(g->sites); free(g->site_arena);
+    free(g->arena); free(g->prob);
+    memset(g, 0, sizeof *g);
+}
+
+double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]) {
+    const pd_model *m = g->model;
+    const size_t B = g->B, T = g->T, W = m->cfg.model_width, D = m->head_width;
+    const size_t H = m->cfg.heads, KV = m->cfg.kv_heads, F = m->cfg.feed_forward_width;
+    if (!g->arena) return NULL;
+    if (block < 0) {
+        *rank = 3; dims[0] = B; dims[1] = T; dims[2] = W;
+        switch (kind) {
+        case PD_N_EMBEDDING: return g->sites[0];
+        case PD_N_FINAL_NORM_OUTPUT: return g->fo;
+        case PD_N_LOGITS: dims[2] = m->cfg.vocabulary_size; return g->logits;
+        case PD_N_LOSS: *rank = 0; return g->has_loss ? (double *)&g->loss : NULL;
+        default: return NULL;
+        }
+    }
+    if ((size_t)block >= m->cfg.layers) return NULL;
+    if (kind == PD_N_AFTER_ATTENTION || kind == PD_N_BLOCK_OUTPUT) {
+        *rank = 3; dims[0] = B; dims[1] = T; dims[2] = W;
+        return g->sites[2 * block + (kind == PD_N_AFTER_ATTENTION ? 1 : 2)];
+    }
+    if (!g->recorded) return NULL;
+    const pd_block_rec *r = &g->blocks[block];
+    *rank = 3; dims[0] = B; dims[1] = T; dims[2] = W;
+    switch (kind) {
+    case PD_N_ATTN_MEAN_SQUARE: dims[2] = 1; return r->an_m;
+    case PD_N_ATTN_INVERSE_RMS: dims[2] = 1; return r->an_r;
+    case PD_N_ATTN_NORMALIZED: return r->an_n;
+    case PD_N_ATTN_NORM_OUTPUT: return r->an;
+    case PD_N_MERGED: return r->mg;
+    case PD_N_ATTN_OUTPUT: return r->ao;
+    case PD_N_FFN_NORM_OUTPUT: return r->fn;
+    case PD_N_FFN_OUTPUT: return r->dn;
+    case PD_N_GATE_LINEAR: dims[2] = F; return r->gl;
+    case PD_N_GATE_SILU: dims[2] = F; return r->gs;
+    case PD_N_UP: dims[2] = F; return r->up;
+    case PD_N_PRODUCT: dims[2] = F; return r->pr;
+    default: break;
+    }
+    *rank = 4; dims[0] = B; dims[1] = H; dims[2] = T; dims[3] = D;
+    switch (kind) {
+    case PD_N_QUERY_HEADS: return r->qh;
+    case PD_N_ROT_QUERY_HEADS: return r->qr;
+    case PD_N_HEAD_OUTPUTS: return r->ho;
+    case PD_N_KEY_HEADS: dims[1] = KV; return r->kh;
+    case PD_N_VALUE_HEADS: dims[1] = KV; return r->vh;
+    case PD_N_ROT_KEY_HEADS: dims[1] = KV; return r->kr;
+    case PD_N_WEIGHTS: dims[3] = T; return r->pm;
+    default: return NULL;
+    }
+}

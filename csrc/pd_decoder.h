@@ -1,0 +1,111 @@
+/* Decoder configuration, parameter layout, and the recorded forward ("graph"). */
+#ifndef PD_DECODER_H
+#define PD_DECODER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "pd_error.h"
+#include "pd_rng.h"
+
+typedef struct {
+    size_t vocabulary_size, model_width, heads, kv_heads, feed_forward_width, layers, max_positions;
+    double rope_base, rms_epsilon;
+} pd_config;
+
+/* One parameter tensor: values, accumulated gradient, value revision. */
+typedef struct {
+    double *value;
+    double *grad;
+    size_t size;
+    uint64_t revision;
+} pd_param;
+
+/* Per-block parameter slots, in declaration order (index 1 + 9*b + k). */
+enum {
+    PD_P_ATTN_GAIN = 0, PD_P_WQ, PD_P_WK, PD_P_WV, PD_P_WO,
+    PD_P_FFN_GAIN, PD_P_WG, PD_P_WU, PD_P_WD, PD_P_PER_BLOCK
+};
+
+/* Named values of one forward, per block; then the global ones. */
+typedef enum {
+    PD_N_ATTN_MEAN_SQUARE = 0, PD_N_ATTN_INVERSE_RMS, PD_N_ATTN_NORMALIZED, PD_N_ATTN_NORM_OUTPUT,
+    PD_N_QUERY_HEADS, PD_N_KEY_HEADS, PD_N_VALUE_HEADS, PD_N_ROT_QUERY_HEADS, PD_N_ROT_KEY_HEADS,
+    PD_N_WEIGHTS, PD_N_HEAD_OUTPUTS, PD_N_MERGED, PD_N_ATTN_OUTPUT, PD_N_AFTER_ATTENTION,
+    PD_N_FFN_NORM_OUTPUT, PD_N_GATE_LINEAR, PD_N_GATE_SILU, PD_N_UP, PD_N_PRODUCT,
+    PD_N_FFN_OUTPUT, PD_N_BLOCK_OUTPUT,
+    PD_N_BLOCK_KINDS,
+    PD_N_EMBEDDING = 32, PD_N_FINAL_NORM_OUTPUT, PD_N_LOGITS, PD_N_LOSS,
+    /* internal values named only in error reports */
+    PD_N_ATTN_SCORES, PD_N_FFN_NORM, PD_N_FINAL_NORM, PD_N_ADJOINT, PD_N_GRADIENT
+} pd_node_kind;
+
+typedef struct {
+    pd_config cfg;
+    size_t head_width, kv_width, n_params;
+    pd_param **params;           /* borrowed, 9L+2 in declaration order */
+    double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
+} pd_model;
+
+typedef struct {
+    double *an_m, *an_z, *an_r, *an_n, *an;
+    double *qh, *kh, *vh, *qr, *kr, *pm, *ho, *mg, *ao, *aa;
+    double *fn_m, *fn_z, *fn_r, *fn_n, *fn;
+    double *gl, *sg, *gs, *up, *pr, *dn, *out;
+    double *arena;
+} pd_block_rec;
+
+typedef struct {
+    const pd_model *model;
+    size_t B, T, N, n_valid;
+    int64_t *ids;        /* [N]; ignored where invalid */
+    uint8_t *valid;      /* [N] */
+    size_t *pos;         /* [N] segment-local position */
+    size_t *seg_start;   /* [N] first t of the position's segment in its row */
+    size_t *seg_end;     /* [N] one past the last t of the segment */
+    int recorded;        /* 0: blocks share one scratch record */
+    size_t n_blocks_stored;
+    double *x0;
+    double **sites;      /* [2L+1] residual sites (views into records or own copies) */
+    double *site_arena;
+    pd_block_rec *blocks;
+    double *fo_m, *fo_z, *fo_r, *fo_n, *fo, *logits;
+    double *prob;        /* [N, V] once a loss is attached */
+    int64_t *targets;
+    int has_loss;
+    size_t n_targets;
+    double loss;
+    uint64_t *revisions; /* parameter revisions seen by this forward */
+    double *arena;
+} pd_graph;
+
+pd_status pd_config_validate(const pd_config *c, pd_error *e);
+pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e);
+/* Shape of parameter i: rank (1 or 2) and dims; name written into buf. */
+pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2]);
+size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap);
+size_t pd_param_tensor_count(const pd_config *c);
+
+/* Fills values[i] (sized per pd_param_shape) in the reference draw order from a trial copy
+ * of *rng; *rng advances only when everything succeeded. */
+pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e);
+
+pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e);
+void pd_model_free(pd_model *m);
+
+/* Runs the forward pass. valid/pos/seg_start may be NULL for one full segment per row. */
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e);
+/* Attaches the valid-target mean NLL; targets [N], read only at valid positions. */
+pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e);
+void pd_graph_free(pd_graph *g);
+
+/* Pointer and shape of a named value; NULL when not stored. */
+double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]);
+
+/* One reverse pass from the mean loss. For each selected (block, kind), out[i] (sized like
+ * the value) receives its completed adjoint and found[i] = 1, or found[i] = 0 when the value
+ * has no adjoint in this graph. Parameter gradients change only if the whole pass succeeds. */
+pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
+                            double **out, uint8_t *found, pd_error *e);
+
+#endif

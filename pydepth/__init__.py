@@ -1,0 +1,17 @@
+"""pydepth: depth-aware initialization and residual health for small float64 decoders,
+bit-exact to the chapter's reference core."""
+from ._core import SplitMix64
+from .batch import Batch
+from .config import DecoderConfig
+from .errors import *  # noqa: F401,F403
+from .errors import __all__ as _error_names
+from .init import XavierScale, xavier_scale
+from .model import (BlockForward, DecoderModel, ForwardRecord, GraphValue, NamedParameter,
+                    is_recording, no_grad)
+from .threads import get_num_threads, set_num_threads
+
+__version__ = "0.1.0"
+
+__all__ = ["SplitMix64", "Batch", "DecoderConfig", "XavierScale", "xavier_scale",
+           "BlockForward", "DecoderModel", "ForwardRecord", "GraphValue", "NamedParameter",
+           "is_recording", "no_grad", "get_num_threads", "set_num_threads", *_error_names]

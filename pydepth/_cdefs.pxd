@@ -1,0 +1,68 @@
+# Declarations of the C core; nothing here runs.
+from libc.stdint cimport uint64_t, int64_t, uint8_t
+
+cdef extern from "pd_error.h":
+    ctypedef enum pd_status:
+        PD_OK
+    ctypedef struct pd_error:
+        pd_status code
+        size_t index
+        double value
+        int block
+        int node
+
+cdef extern from "pd_rng.h":
+    ctypedef struct pd_rng:
+        uint64_t state
+    uint64_t pd_rng_next_u64(pd_rng *rng) nogil
+    double pd_rng_next_unit_f64(pd_rng *rng) nogil
+
+cdef extern from "pd_init.h":
+    ctypedef struct pd_xavier_scale:
+        size_t fan_in, fan_out
+        double target_variance, standard_deviation, uniform_limit
+    pd_status pd_xavier_scale_of(size_t fan_in, size_t fan_out, pd_xavier_scale *out, pd_error *e)
+    pd_status pd_xavier_fill(const pd_xavier_scale *s, pd_rng *rng, double *out, pd_error *e) nogil
+    pd_status pd_validate_name(const char *name, size_t len, pd_error *e)
+
+cdef extern from "pd_kernels.h":
+    void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
+    void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
+    void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
+    void pd_set_num_threads(int n) nogil
+    int pd_get_num_threads() nogil
+    const char *pd_kernel_path() nogil
+    int pd_force_kernel_path(const char *name) nogil
+
+cdef extern from "pd_decoder.h":
+    ctypedef struct pd_config:
+        size_t vocabulary_size, model_width, heads, kv_heads, feed_forward_width, layers, max_positions
+        double rope_base, rms_epsilon
+    ctypedef struct pd_param:
+        double *value
+        double *grad
+        size_t size
+        uint64_t revision
+    ctypedef struct pd_model:
+        pd_config cfg
+        size_t head_width, kv_width, n_params
+    ctypedef struct pd_graph:
+        size_t B, T, N, n_valid, n_targets
+        int recorded, has_loss
+        double loss
+    pd_status pd_config_validate(const pd_config *c, pd_error *e)
+    pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)
+    pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e) nogil
+    pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
+    void pd_model_free(pd_model *m)
+    pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                               const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                               int record, pd_error *e) nogil
+    pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) nogil
+    void pd_graph_free(pd_graph *g) nogil
+    double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4])
+    pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
+                                double **out, uint8_t *found, pd_error *e) nogil

@@ -1,0 +1,411 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The thin skin over pydepth's C core: buffers, lifetimes and the GIL. Policy lives in Python."""
+from cpython.buffer cimport PyBUF_WRITABLE
+from libc.stdint cimport uint64_t, int64_t, uint8_t
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memcpy, memset
+from ._cdefs cimport *
+
+
+class CoreError(Exception):
+    """A status from the C core; pydepth.errors turns it into a typed exception."""
+
+    def __init__(self, code, index=0, value=0.0, block=-1, node=-1):
+        super().__init__(code, index, value, block, node)
+        self.code = int(code)
+        self.index = int(index)
+        self.value = float(value)
+        self.block = int(block)
+        self.node = int(node)
+
+
+cdef inline raise_status(pd_status st, pd_error *e):
+    raise CoreError(<int>st, e.index, e.value, e.block, e.node)
+
+
+cdef class SplitMix64:
+    """SplitMix64 generator; the seed is the raw state before the first draw."""
+    cdef pd_rng rng
+
+    def __init__(self, seed):
+        seed = int(seed)
+        if not 0 <= seed < 2 ** 64:
+            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+        self.rng.state = <uint64_t>seed
+
+    @classmethod
+    def from_state(cls, state):
+        """A generator resuming from a recorded state."""
+        return cls(state)
+
+    @property
+    def state(self):
+        """The current 64-bit state as an int."""
+        return int(self.rng.state)
+
+    def next_u64(self):
+        """Advance once and return the mixed 64-bit output."""
+        return int(pd_rng_next_u64(&self.rng))
+
+    def next_unit_f64(self):
+        """Advance once and return (output >> 11) * 2**-53, in [0, 1)."""
+        return pd_rng_next_unit_f64(&self.rng)
+
+    def copy(self):
+        """An independent generator with the same state."""
+        return SplitMix64(int(self.rng.state))
+
+    def _set_state(self, state):
+        self.rng.state = <uint64_t>int(state)
+
+    def __eq__(self, other):
+        return isinstance(other, SplitMix64) and other.state == self.state
+
+    def __hash__(self):
+        return hash(("SplitMix64", int(self.rng.state)))
+
+    def __repr__(self):
+        return f"SplitMix64.from_state({int(self.rng.state)})"
+
+
+def xavier_scale_raw(fan_in, fan_out):
+    """(fan_in, fan_out, target_variance, standard_deviation, uniform_limit) or CoreError."""
+    cdef pd_xavier_scale s
+    cdef pd_error e
+    cdef pd_status st = pd_xavier_scale_of(fan_in, fan_out, &s, &e)
+    if st != PD_OK:
+        raise_status(st, &e)
+    return (s.fan_in, s.fan_out, s.target_variance, s.standard_deviation, s.uniform_limit)
+
+
+def validate_name_raw(bytes name):
+    """Raises CoreError(index = byte offset) for an invalid parameter name."""
+    cdef pd_error e
+    cdef pd_status st = pd_validate_name(name, len(name), &e)
+    if st != PD_OK:
+        raise_status(st, &e)
+
+
+def config_check(tuple c):
+    """Validates a config tuple and returns its checked parameter count."""
+    cdef pd_config cfg = _config(c)
+    cdef pd_error e
+    cdef size_t count
+    cdef pd_status st = pd_config_validate(&cfg, &e)
+    if st == PD_OK:
+        st = pd_config_parameter_count(&cfg, &count, &e)
+    if st != PD_OK:
+        raise_status(st, &e)
+    return count
+
+
+cdef pd_config _config(tuple c):
+    cdef pd_config cfg
+    (cfg.vocabulary_size, cfg.model_width, cfg.heads, cfg.kv_heads, cfg.feed_forward_width,
+     cfg.layers, cfg.max_positions, cfg.rope_base, cfg.rms_epsilon) = c
+    return cfg
+
+
+cdef class _BufferView:
+    """Exports a C buffer to numpy; holds its owner alive while any view exists."""
+    cdef object owner
+    cdef double *ptr
+    cdef Py_ssize_t shape[4]
+    cdef Py_ssize_t strides[4]
+    cdef int ndim
+    cdef bint readonly
+
+    def __getbuffer__(self, Py_buffer *buf, int flags):
+        if self.readonly and (flags & PyBUF_WRITABLE):
+            raise BufferError("pydepth buffers are read-only")
+        buf.buf = <void *>self.ptr
+        buf.obj = self
+        buf.len = sizeof(double)
+        for i in range(self.ndim):
+            buf.len *= self.shape[i]
+        buf.readonly = self.readonly
+        buf.itemsize = sizeof(double)
+        buf.format = b"d"
+        buf.ndim = self.ndim
+        buf.shape = self.shape
+        buf.strides = self.strides
+        buf.suboffsets = NULL
+        buf.internal = NULL
+        if isinstance(self.owner, _Graph):
+            (<_Graph>self.owner).exports += 1
+
+    def __releasebuffer__(self, Py_buffer *buf):
+        if isinstance(self.owner, _Graph):
+            (<_Graph>self.owner).exports -= 1
+            (<_Graph>self.owner)._maybe_free()
+
+
+cdef _BufferView _view(object owner, double *ptr, tuple shape, bint readonly=True):
+    cdef _BufferView v = _BufferView.__new__(_BufferView)
+    v.owner = owner
+    v.ptr = ptr
+    v.ndim = len(shape)
+    v.readonly = readonly
+    cdef Py_ssize_t stride = sizeof(double)
+    for i in reversed(range(v.ndim)):
+        v.shape[i] = shape[i]
+        v.strides[i] = stride
+        stride *= shape[i]
+    return v
+
+
+cdef class _Param:
+    """Owns one parameter's value and gradient buffers and its value revision."""
+    cdef pd_param p
+    cdef readonly tuple shape
+
+    def __cinit__(self, tuple shape):
+        cdef size_t n = 1
+        for d in shape:
+            if d < 0 or (d and n > (<size_t>-1) // 16 // <size_t>d):
+                raise CoreError(2, 0, 0.0, -1, -1)  # PD_ERR_OVERFLOW
+            n *= <size_t>d
+        self.shape = shape
+        self.p.size = n
+        self.p.value = <double *>calloc(n if n else 1, sizeof(double))
+        self.p.grad = <double *>calloc(n if n else 1, sizeof(double))
+        self.p.revision = 0
+        if self.p.value == NULL or self.p.grad == NULL:
+            raise MemoryError(f"cannot allocate a parameter of shape {shape}")
+
+    def __dealloc__(self):
+        free(self.p.value)
+        free(self.p.grad)
+
+    def value_view(self):
+        return _view(self, self.p.value, self.shape)
+
+    def grad_view(self):
+        return _view(self, self.p.grad, self.shape)
+
+    @property
+    def size(self):
+        return self.p.size
+
+    @property
+    def revision(self):
+        return int(self.p.revision)
+
+    def assign(self, const double[::1] values not None):
+        """Replaces every value and advances the revision."""
+        if <size_t>values.shape[0] != self.p.size:
+            raise ValueError("size mismatch")
+        if self.p.size:
+            memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
+        self.p.revision += 1
+
+    def scale_values(self, double factor):
+        """Multiplies every stored value once by factor (one rounded multiply each)."""
+        cdef size_t i
+        for i in range(self.p.size):
+            self.p.value[i] = self.p.value[i] * factor
+        self.p.revision += 1
+
+    def zero_grad(self):
+        memset(self.p.grad, 0, self.p.size * sizeof(double))
+
+    def grad_is_zero(self):
+        cdef size_t i
+        for i in range(self.p.size):
+            if self.p.grad[i] != 0.0:
+                return False
+        return True
+
+
+def draw_parameters(tuple c, list params, SplitMix64 rng):
+    """Fills fresh parameters in the reference draw order; rng advances only on success."""
+    cdef pd_config cfg = _config(c)
+    cdef pd_error e
+    cdef Py_ssize_t n = len(params)
+    cdef double **values = <double **>malloc(n * sizeof(double *))
+    cdef pd_status st
+    if values == NULL:
+        raise MemoryError()
+    for i in range(n):
+        values[i] = (<_Param>params[i]).p.value
+    with nogil:
+        st = pd_draw_parameters(&cfg, values, &rng.rng, &e)
+    free(values)
+    if st != PD_OK:
+        raise_status(st, &e)
+
+
+cdef class _Model:
+    """A C decoder over borrowed parameter buffers (kept alive here) and its RoPE tables."""
+    cdef pd_model m
+    cdef pd_param **ptrs
+    cdef readonly list params
+    cdef bint ready
+
+    def __cinit__(self, tuple c, list params):
+        cdef pd_config cfg = _config(c)
+        cdef pd_error e
+        self.params = list(params)
+        self.ptrs = <pd_param **>malloc((len(params) + 1) * sizeof(pd_param *))
+        if self.ptrs == NULL:
+            raise MemoryError()
+        for i, p in enumerate(self.params):
+            self.ptrs[i] = &(<_Param>p).p
+        cdef pd_status st = pd_model_init(&self.m, &cfg, self.ptrs, &e)
+        if st != PD_OK:
+            raise_status(st, &e)
+        self.ready = True
+
+    def __dealloc__(self):
+        if self.ready:
+            pd_model_free(&self.m)
+        free(self.ptrs)
+
+
+cdef class _Graph:
+    """One recorded forward (and optional loss) over a _Model; freed with its last reference."""
+    cdef pd_graph g
+    cdef readonly _Model model
+    cdef bint alive
+    cdef public bint released
+    cdef int exports
+
+    def __cinit__(self, _Model model, const int64_t[:, ::1] ids not None,
+                  const uint8_t[::1] valid=None, const size_t[::1] pos=None,
+                  const size_t[::1] seg_start=None, bint record=True):
+        cdef pd_error e
+        cdef pd_status st
+        cdef size_t B = ids.shape[0], T = ids.shape[1]
+        cdef const uint8_t *vp = NULL
+        cdef const size_t *pp = NULL
+        cdef const size_t *sp = NULL
+        self.model = model
+        if valid is not None:
+            vp = &valid[0]
+        if pos is not None:
+            pp = &pos[0]
+        if seg_start is not None:
+            sp = &seg_start[0]
+        with nogil:
+            st = pd_graph_forward(&self.g, &model.m, B, T, &ids[0, 0], vp, pp, sp, record, &e)
+        if st != PD_OK:
+            raise_status(st, &e)
+        self.alive = True
+
+    def __dealloc__(self):
+        if self.alive:
+            pd_graph_free(&self.g)
+
+    def _maybe_free(self):
+        if self.released and self.exports == 0 and self.alive:
+            pd_graph_free(&self.g)
+            self.alive = False
+
+    def release(self):
+        """Frees the recorded values once no numpy view of them remains."""
+        self.released = True
+        self._maybe_free()
+
+    @property
+    def recorded(self):
+        return bool(self.g.recorded)
+
+    @property
+    def has_loss(self):
+        return bool(self.g.has_loss)
+
+    @property
+    def loss_value(self):
+        return self.g.loss
+
+    @property
+    def n_targets(self):
+        return self.g.n_targets
+
+    def attach_loss(self, const int64_t[::1] targets not None):
+        cdef pd_error e
+        cdef pd_status st
+        with nogil:
+            st = pd_graph_loss(&self.g, &targets[0], &e)
+        if st != PD_OK:
+            raise_status(st, &e)
+
+    def value(self, int block, int kind):
+        """A read-only view of a named value, or None when it is not stored."""
+        cdef size_t rank
+        cdef size_t dims[4]
+        cdef double *ptr = pd_graph_value(&self.g, block, kind, &rank, dims)
+        if ptr == NULL:
+            return None
+        return _view(self, ptr, tuple(dims[i] for i in range(rank)))
+
+    def value_shape(self, int block, int kind):
+        cdef size_t rank
+        cdef size_t dims[4]
+        cdef double *ptr = pd_graph_value(&self.g, block, kind, &rank, dims)
+        if ptr == NULL:
+            return None
+        return tuple(dims[i] for i in range(rank))
+
+    def backward(self, list selected, list outputs):
+        """Reverse pass; selected is [(block, kind)], outputs the matching float64 buffers.
+        Returns a list of found flags."""
+        cdef pd_error e
+        cdef pd_status st
+        cdef size_t n = len(selected)
+        cdef int *blocks = <int *>malloc((n + 1) * sizeof(int))
+        cdef int *kinds = <int *>malloc((n + 1) * sizeof(int))
+        cdef double **outs = <double **>malloc((n + 1) * sizeof(double *))
+        cdef uint8_t *found = <uint8_t *>calloc(n + 1, 1)
+        cdef double[::1] buf
+        if blocks == NULL or kinds == NULL or outs == NULL or found == NULL:
+            free(blocks); free(kinds); free(outs); free(found)
+            raise MemoryError()
+        try:
+            for i in range(n):
+                blocks[i], kinds[i] = selected[i]
+                buf = outputs[i]
+                outs[i] = &buf[0]
+            with nogil:
+                st = pd_graph_backward(&self.g, n, blocks, kinds, outs, found, &e)
+            if st != PD_OK:
+                raise_status(st, &e)
+            return [bool(found[i]) for i in range(n)]
+        finally:
+            free(blocks); free(kinds); free(outs); free(found)
+
+
+def matmul(str kind, const double[:, ::1] A not None, const double[:, ::1] B not None,
+           double[:, ::1] C not None, bint acc=False):
+    """Runs one core product kernel ('nn', 'nt', 'tn') on C-contiguous arrays (for tests)."""
+    cdef size_t M = C.shape[0], N = C.shape[1], K
+    if kind == "nn":
+        K = A.shape[1]
+        with nogil:
+            pd_mm_nn(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
+    elif kind == "nt":
+        K = A.shape[1]
+        with nogil:
+            pd_mm_nt(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
+    elif kind == "tn":
+        K = A.shape[0]
+        with nogil:
+            pd_mm_tn(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
+    else:
+        raise ValueError(f"unknown kernel kind {kind!r}")
+
+
+def set_num_threads(int n):
+    pd_set_num_threads(n)
+
+
+def get_num_threads():
+    return pd_get_num_threads()
+
+
+def kernel_path():
+    return pd_kernel_path().decode()
+
+
+def force_kernel_path(str name):
+    return bool(pd_force_kernel_path(name.encode()))

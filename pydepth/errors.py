@@ -1,0 +1,109 @@
+"""The exception hierarchy of pydepth; every error names the offending value."""
+from __future__ import annotations
+
+
+class PydepthError(Exception):
+    """Base class of every pydepth error."""
+
+
+class ConfigError(PydepthError, ValueError):
+    """An invalid decoder configuration."""
+
+
+class ParameterNameError(PydepthError, ValueError):
+    """A parameter name breaks the naming rule, or is duplicated."""
+
+
+class ParameterLayoutError(PydepthError, ValueError):
+    """Parameters do not match the decoder layout (count, names, order, shapes, finiteness)."""
+
+
+class TokenError(PydepthError, ValueError):
+    """Token ids, targets, batch shape or segment layout are invalid."""
+
+
+class InitializationError(PydepthError, ValueError):
+    """Xavier initialization cannot be computed or allocated for these fans."""
+
+
+class DepthScaleError(PydepthError, ValueError):
+    """A depth-scale policy cannot be built."""
+
+
+class ZeroDepthError(DepthScaleError):
+    """The depth policy needs at least one complete block."""
+
+
+class InvalidFactorError(DepthScaleError):
+    """The computed depth factor is not positive and finite."""
+
+
+class DepthInitError(PydepthError):
+    """Depth-scaled initialization refused."""
+
+
+class BudgetExceededError(DepthInitError, ValueError):
+    """The configuration exceeds the caller's parameter or position budget."""
+
+
+class ModifiedFreshParameterError(DepthInitError):
+    """A fresh base parameter was updated or has a non-zero gradient before completion."""
+
+
+class AlreadyCompletedError(DepthInitError):
+    """This fresh preparation has already been completed."""
+
+
+class NotFreshError(DepthInitError, ValueError):
+    """Only a Fresh source may be initialized."""
+
+
+class RecordMismatchError(DepthInitError, ValueError):
+    """A construction record does not match the supplied parameters."""
+
+
+class AutodiffError(PydepthError):
+    """The reverse pass cannot run."""
+
+
+class StaleOperandError(AutodiffError):
+    """A parameter changed after the graph was recorded."""
+
+
+class NonFiniteError(AutodiffError, FloatingPointError):
+    """A NaN or infinity arose in the forward or reverse pass."""
+
+
+class GraphReleasedError(AutodiffError):
+    """The graph was released and cannot be used again."""
+
+
+class DepthHealthError(PydepthError):
+    """Residual health cannot be observed."""
+
+
+class InvalidNormalizerError(DepthHealthError):
+    """A ratio normalizer is zero, negative or not finite."""
+
+
+class MissingAdjointError(DepthHealthError):
+    """A residual site has no completed adjoint in the loss graph."""
+
+
+class InvalidGeometryError(DepthHealthError, ValueError):
+    """Shapes of sites, adjoints or the validity mask disagree."""
+
+
+class ModelForwardMismatchError(DepthHealthError, ValueError):
+    """The forward record was not produced by this model."""
+
+
+class EmptyValidityError(DepthHealthError, ValueError):
+    """The validity mask selects no position."""
+
+
+class NonFiniteValueError(DepthHealthError, ValueError):
+    """A valid value, or a ratio to classify, is not finite."""
+
+
+__all__ = [name for name in dir() if name.endswith("Error")]

@@ -1,0 +1,511 @@
+"""DecoderModel, its named parameters, forward records and graph values."""
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core, _nodes
+from ._core import SplitMix64
+from ._translate import raise_core
+from .config import DecoderConfig
+from .errors import (AutodiffError, GraphReleasedError, ParameterLayoutError,
+                     ParameterNameError, PydepthError, TokenError)
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def no_grad() -> Iterator[None]:
+    """Within this context, forward passes compute the same bits without recording a graph."""
+    previous = getattr(_local, "recording", True)
+    _local.recording = False
+    try:
+        yield
+    finally:
+        _local.recording = previous
+
+
+def is_recording() -> bool:
+    """Whether forward passes record a graph by default here (False inside no_grad())."""
+    return getattr(_local, "recording", True)
+
+
+def _validate_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise ParameterNameError(f"parameter name must be a str, got {name!r}")
+    try:
+        raw = name.encode("ascii")
+    except UnicodeEncodeError:
+        raise ParameterNameError(f"parameter name {name!r} has a non-ASCII character") from None
+    try:
+        _core.validate_name_raw(raw)
+    except _core.CoreError as err:
+        raise ParameterNameError(
+            f"invalid parameter name {name!r} at byte {err.index}: names are dot-separated "
+            "non-empty segments of lowercase ASCII letters, digits and '_'") from None
+    return name
+
+
+class NamedParameter:
+    """A named float64 parameter tensor with an accumulated gradient and a value revision."""
+
+    __slots__ = ("_name", "_p")
+
+    def __init__(self, name: str, array: Any) -> None:
+        self._name = _validate_name(name)
+        arr = np.asarray(array)
+        if arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
+            raise ParameterLayoutError(f"parameter {name} needs real numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        self._p = _core._Param(tuple(int(d) for d in arr.shape))
+        self._p.assign(arr.reshape(-1))
+
+    @classmethod
+    def _wrap(cls, name: str, p: "_core._Param") -> "NamedParameter":
+        self = cls.__new__(cls)
+        self._name = name
+        self._p = p
+        return self
+
+    @property
+    def name(self) -> str:
+        """The validated dotted name."""
+        return self._name
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The tensor shape."""
+        return self._p.shape
+
+    @property
+    def size(self) -> int:
+        """Number of scalars."""
+        return self._p.size
+
+    @property
+    def value(self) -> np.ndarray:
+        """Read-only float64 view of the stored values (no copy; keeps the buffer alive)."""
+        return np.asarray(self._p.value_view())
+
+    @property
+    def grad(self) -> np.ndarray:
+        """Read-only float64 view of the accumulated gradient."""
+        return np.asarray(self._p.grad_view())
+
+    @property
+    def revision(self) -> int:
+        """Changes whenever the stored values change."""
+        return self._p.revision
+
+    def assign(self, values: Any) -> None:
+        """Replaces the stored values (same shape, finite) and advances the revision."""
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.shape != self.shape:
+            raise ParameterLayoutError(f"{self._name}: expected shape {self.shape}, got {arr.shape}")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise ParameterLayoutError(f"{self._name}: non-finite value {arr.flat[bad[0]]!r} at flat index {bad[0]}")
+        self._p.assign(np.ascontiguousarray(arr).reshape(-1))
+
+    def snapshot(self) -> np.ndarray:
+        """A writable copy of the stored values."""
+        return np.array(self.value)
+
+    def __repr__(self) -> str:
+        return f"NamedParameter({self._name!r}, shape={self.shape}, revision={self.revision})"
+
+
+class GraphValue:
+    """One value of a forward record; its identity binds observations to graph nodes."""
+
+    __slots__ = ("_record", "_block", "_kind", "__weakref__")
+
+    def __init__(self, record: "ForwardRecord", block: int, kind: int) -> None:
+        self._record = record
+        self._block = block
+        self._kind = kind
+
+    @property
+    def name(self) -> str:
+        """The trace name of this value."""
+        return _nodes.node_name(self._block, self._kind)
+
+    @property
+    def record(self) -> "ForwardRecord":
+        """The forward record this value belongs to."""
+        return self._record
+
+    @property
+    def value(self) -> np.ndarray:
+        """Read-only numpy view of the value."""
+        view = self._record._view(self._block, self._kind)
+        if view is None:
+            raise PydepthError(f"{self.name} was not kept: forward(record=False) keeps only "
+                               "residual sites, the final norm output and logits")
+        return view
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The value's shape."""
+        return self._record._shape(self._block, self._kind)
+
+    def item(self) -> float:
+        """The single value of a one-element value (the loss) as a float."""
+        v = self.value
+        if v.size != 1:
+            raise ValueError(f"{self.name} has {v.size} elements; item() needs exactly one")
+        return float(v.reshape(-1)[0])
+
+    def backward(self) -> None:
+        """Reverse pass of the mean loss; parameter gradients accumulate until zero_grad()."""
+        self.backward_with_selected_adjoints([])
+
+    def backward_with_selected_adjoints(self, selected: Sequence["GraphValue"]) -> List[Optional[np.ndarray]]:
+        """One ordinary reverse pass that also returns the completed adjoints of the selected
+        values (None for a value that is not in this loss's graph)."""
+        if self._kind != _nodes.LOSS:
+            raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
+        rec = self._record
+        rec._check_alive()
+        wanted, buffers, where = [], [], []
+        results: List[Optional[np.ndarray]] = [None] * len(selected)
+        for i, v in enumerate(selected):
+            if not isinstance(v, GraphValue):
+                raise TypeError(f"selected[{i}] must be a GraphValue, got {type(v).__name__}")
+            if v._record is rec and rec._graph.recorded:
+                shape = rec._shape(v._block, v._kind)
+                if shape is None:
+                    continue
+                buf = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.float64)
+                wanted.append((v._block, v._kind))
+                buffers.append(buf)
+                where.append((i, shape))
+        try:
+            found = rec._graph.backward(wanted, buffers)
+        except _core.CoreError as err:
+            raise_core(err, param_names=[p.name for p in rec.model.parameters])
+        for (i, shape), buf, ok in zip(where, buffers, found):
+            if ok:
+                results[i] = buf.reshape(shape)
+        return results
+
+    def __repr__(self) -> str:
+        return f"GraphValue({self.name}, shape={self.shape})"
+
+
+class BlockForward:
+    """The values one decoder block recorded."""
+
+    __slots__ = ("_record", "_block")
+
+    def __init__(self, record: "ForwardRecord", block: int) -> None:
+        self._record = record
+        self._block = block
+
+    def value(self, name: str) -> GraphValue:
+        """A value by its in-block trace name, e.g. 'attention.weights'."""
+        if name not in _nodes.BLOCK_KIND:
+            raise KeyError(f"no block value is named {name!r}")
+        return self._record._value(self._block, _nodes.BLOCK_KIND[name])
+
+    @property
+    def after_attention(self) -> GraphValue:
+        """Residual state after the attention addition."""
+        return self.value("after_attention")
+
+    @property
+    def output(self) -> GraphValue:
+        """Residual state after the feed-forward addition (the next block's input)."""
+        return self.value("output")
+
+    @property
+    def attention_output(self) -> GraphValue:
+        """The attention branch output added to the residual."""
+        return self.value("attention.output")
+
+    @property
+    def feed_forward_output(self) -> GraphValue:
+        """The SwiGLU branch output added to the residual."""
+        return self.value("ffn.output")
+
+    @property
+    def attention_weights(self) -> GraphValue:
+        """Attention probabilities [B, heads, T, T]."""
+        return self.value("attention.weights")
+
+
+class ForwardRecord:
+    """Everything one forward pass produced; graph memory is freed with its last reference."""
+
+    def __init__(self, model: "DecoderModel", graph: Any, token_shape: Tuple[int, int],
+                 valid: np.ndarray, targets: Optional[np.ndarray] = None) -> None:
+        self.model = model
+        self._graph = graph
+        self.token_shape = token_shape
+        self.valid = valid
+        self.valid.setflags(write=False)
+        self._batch_targets = targets
+        self._values: Dict[Tuple[int, int], GraphValue] = {}
+        self.blocks = tuple(BlockForward(self, b) for b in range(model.config.layers))
+
+    # ---- values
+    def _value(self, block: int, kind: int) -> GraphValue:
+        key = (block, kind)
+        v = self._values.get(key)
+        if v is None:
+            v = self._values[key] = GraphValue(self, block, kind)
+        return v
+
+    def _check_alive(self) -> None:
+        if self._graph.released:
+            raise GraphReleasedError("this forward record was released")
+
+    def _view(self, block: int, kind: int) -> Optional[np.ndarray]:
+        self._check_alive()
+        raw = self._graph.value(block, kind)
+        return None if raw is None else np.asarray(raw)
+
+    def _shape(self, block: int, kind: int) -> Optional[Tuple[int, ...]]:
+        self._check_alive()
+        return self._graph.value_shape(block, kind)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether a graph was recorded (False under no_grad() or record=False)."""
+        return self._graph.recorded
+
+    @property
+    def embedding(self) -> GraphValue:
+        """Embedding output, residual site 0."""
+        return self._value(-1, _nodes.EMBEDDING)
+
+    @property
+    def final_norm_output(self) -> GraphValue:
+        """Final RMSNorm output."""
+        return self._value(-1, _nodes.FINAL_NORM_OUTPUT)
+
+    @property
+    def logits(self) -> GraphValue:
+        """Tied-head logits [B, T, V]."""
+        return self._value(-1, _nodes.LOGITS)
+
+    @property
+    def residual_sites(self) -> Tuple[GraphValue, ...]:
+        """The 2L+1 residual sites in forward order: input, then after each addition."""
+        sites = [self.embedding]
+        for b in self.blocks:
+            sites += [b.after_attention, b.output]
+        return tuple(sites)
+
+    def named(self, name: str) -> GraphValue:
+        """A value by its full trace name, e.g. 'blocks.0.attention.weights' or 'logits'."""
+        block, kind = _nodes.parse_name(name)
+        if block >= self.model.config.layers:
+            raise KeyError(f"no recorded value is named {name!r}")
+        if kind == _nodes.LOSS:
+            return self.mean_loss
+        return self._value(block, kind)
+
+    def names(self) -> List[str]:
+        """Trace names of the forward values, in evaluation order (loss excluded)."""
+        out = ["embedding.output"]
+        for b in range(self.model.config.layers):
+            out += [f"blocks.{b}.{k}" for k in _nodes.BLOCK_KINDS]
+        return out + ["final_norm.output", "logits"]
+
+    @property
+    def mean_loss(self) -> GraphValue:
+        """The attached mean loss; see loss()."""
+        if not self._graph.has_loss:
+            raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
+        return self._value(-1, _nodes.LOSS)
+
+    def loss(self, targets: Any = None) -> GraphValue:
+        """Attaches the valid-target mean next-token NLL (nats) and returns it as a GraphValue."""
+        self._check_alive()
+        if self._graph.has_loss:
+            raise AutodiffError("this forward record already carries a loss")
+        if targets is None:
+            if self._batch_targets is None:
+                raise TokenError("targets are required for a plain token array")
+            tg = self._batch_targets
+        else:
+            tg = _targets_array(targets, self.token_shape, self.valid, self.model.config.vocabulary_size)
+        try:
+            self._graph.attach_loss(tg.reshape(-1))
+        except _core.CoreError as err:
+            raise_core(err, token_shape=self.token_shape)
+        return self._value(-1, _nodes.LOSS)
+
+    def release(self) -> None:
+        """Frees the recorded values (deferred while numpy views of them exist)."""
+        self._graph.release()
+
+
+def _int_array(name: str, values: Any) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and arr.size and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
+            raise TokenError(f"{name} must have an integer dtype, got {arr.dtype}")
+        raise TokenError(f"{name} must be integer ids, got dtype {arr.dtype}")
+    return arr
+
+
+def _tokens_array(tokens: Any, cfg: DecoderConfig) -> np.ndarray:
+    arr = _int_array("tokens", tokens)
+    if arr.ndim != 2:
+        raise TokenError(f"tokens must have rank 2 [batch, tokens], got shape {arr.shape}")
+    B, T = arr.shape
+    if B == 0:
+        raise TokenError("batch is 0")
+    if T == 0:
+        raise TokenError("sequence length is 0")
+    if T > cfg.max_positions:
+        raise TokenError(f"sequence length {T} exceeds max_positions {cfg.max_positions}")
+    bad = np.argwhere((arr < 0) | (arr >= cfg.vocabulary_size))
+    if bad.size:
+        b, t = (int(x) for x in bad[0])
+        raise TokenError(f"token id {int(arr[b, t])} at position [{b}, {t}] is outside [0, {cfg.vocabulary_size})")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _targets_array(targets: Any, shape: Tuple[int, int], valid: np.ndarray, vocab: int) -> np.ndarray:
+    arr = _int_array("targets", targets)
+    B, T = shape
+    if arr.size != B * T:
+        raise TokenError(f"expected {B * T} targets for token shape {shape}, got {arr.size}")
+    if arr.ndim not in (1, 2) or (arr.ndim == 2 and arr.shape != shape):
+        raise TokenError(f"targets must have shape {shape}, got {arr.shape}")
+    arr = arr.reshape(B, T)
+    bad = np.argwhere(valid & ((arr < 0) | (arr >= vocab)))
+    if bad.size:
+        b, t = (int(x) for x in bad[0])
+        raise TokenError(f"target id {int(arr[b, t])} at position [{b}, {t}] is outside [0, {vocab})")
+    return np.ascontiguousarray(np.where(valid, arr, 0), dtype=np.int64)
+
+
+class DecoderModel:
+    """A pre-norm decoder (RMSNorm, RoPE attention, SwiGLU, tied head) over C-owned float64
+    parameters. Forward, loss and gradients are bit-identical to the reference core."""
+
+    def __init__(self, config: DecoderConfig, rng: SplitMix64) -> None:
+        if not isinstance(config, DecoderConfig):
+            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        if not isinstance(rng, SplitMix64):
+            raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+        layout = config.parameter_layout()
+        try:
+            raw = [_core._Param(shape) for _, shape in layout]
+            _core.draw_parameters(config._core_tuple(), raw, rng)
+        except _core.CoreError as err:
+            raise_core(err)
+        self._setup(config, [NamedParameter._wrap(n, p) for (n, _), p in zip(layout, raw)])
+
+    @classmethod
+    def from_parameters(cls, config: DecoderConfig, parameters: Sequence[NamedParameter]) -> "DecoderModel":
+        """Assembles a model from an exact parameter list (shared, not copied), after checking
+        count, names, order, shapes and finiteness; nothing is built when a check fails."""
+        if not isinstance(config, DecoderConfig):
+            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        validate_parameter_layout(config, parameters)
+        self = cls.__new__(cls)
+        self._setup(config, list(parameters))
+        return self
+
+    def _setup(self, config: DecoderConfig, params: List[NamedParameter]) -> None:
+        self._config = config
+        self._parameters = tuple(params)
+        self._by_name = {p.name: p for p in params}
+        try:
+            self._core = _core._Model(config._core_tuple(), [p._p for p in params])
+        except _core.CoreError as err:
+            raise_core(err)
+
+    @property
+    def config(self) -> DecoderConfig:
+        """The model's configuration."""
+        return self._config
+
+    @property
+    def parameters(self) -> Tuple[NamedParameter, ...]:
+        """Parameters in declaration order."""
+        return self._parameters
+
+    def parameter(self, name: str) -> NamedParameter:
+        """The parameter with this name (KeyError when there is none)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"model has no parameter named {name!r}") from None
+
+    @property
+    def parameter_count(self) -> int:
+        """Total stored scalars."""
+        return sum(p.size for p in self._parameters)
+
+    def zero_grad(self) -> None:
+        """Resets every accumulated gradient to +0.0 (values and revisions unchanged)."""
+        for p in self._parameters:
+            p._p.zero_grad()
+
+    def _layout(self, source: Any):
+        from .batch import Batch
+        cfg = self._config
+        if isinstance(source, Batch):
+            ids, valid, pos, seg = source._core_layout(cfg)
+            return ids, valid, pos, seg, source.valid.copy(), source._targets_for(cfg)
+        ids = _tokens_array(source, cfg)
+        return ids, None, None, None, np.ones(ids.shape, dtype=bool), None
+
+    def forward(self, tokens: Any, *, record: Optional[bool] = None) -> ForwardRecord:
+        """Runs the decoder on token ids [B, T] (or a pydepth.Batch). With record=False (or
+        inside no_grad()) the same bits are computed without recording a graph."""
+        ids, valid, pos, seg, mask, targets = self._layout(tokens)
+        rec = is_recording() if record is None else bool(record)
+        try:
+            graph = _core._Graph(self._core, ids, valid, pos, seg, rec)
+        except _core.CoreError as err:
+            raise_core(err, token_shape=ids.shape)
+        return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
+
+    def loss(self, source: Any, targets: Any = None, *, record: Optional[bool] = None) -> GraphValue:
+        """Mean next-token cross entropy in nats over valid targets. source is token ids with
+        targets, a pydepth.Batch (its own targets), or a ForwardRecord of this model."""
+        if isinstance(source, ForwardRecord):
+            if source.model is not self:
+                raise ValueError("the forward record was produced by another model")
+            return source.loss(targets)
+        fwd = self.forward(source, record=record)
+        return fwd.loss(targets)
+
+    def __repr__(self) -> str:
+        c = self._config
+        return (f"DecoderModel(layers={c.layers}, width={c.model_width}, heads={c.heads}, "
+                f"kv_heads={c.kv_heads}, parameters={self.parameter_count})")
+
+
+def validate_parameter_layout(config: DecoderConfig, parameters: Sequence[NamedParameter]) -> None:
+    """Checks count, names in order, shapes and finiteness against config's layout."""
+    layout = config.parameter_layout()
+    params = list(parameters)
+    if len(params) != len(layout):
+        raise ParameterLayoutError(f"expected {len(layout)} parameter tensors (9*layers+2), got {len(params)}")
+    seen = set()
+    for i, (p, (name, shape)) in enumerate(zip(params, layout)):
+        if not isinstance(p, NamedParameter):
+            raise ParameterLayoutError(f"parameter {i} must be a NamedParameter, got {type(p).__name__}")
+        if p.name in seen:
+            raise ParameterNameError(f"duplicate parameter name {p.name!r} at index {i}")
+        seen.add(p.name)
+        if p.name != name:
+            raise ParameterLayoutError(f"parameter {i} must be named {name!r}, got {p.name!r}")
+        if p.shape != shape:
+            raise ParameterLayoutError(f"{name}: expected shape {shape}, got {p.shape}")
+    for p in params:
+        bad = np.flatnonzero(~np.isfinite(p.value))
+        if bad.size:
+            raise ParameterLayoutError(f"{p.name}: non-finite value {p.value.flat[bad[0]]!r} at flat index {bad[0]}")
