@@ -5,6 +5,7 @@ from libc.stdint cimport uint64_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
 from ._cdefs cimport *
+import operator
 
 
 class CoreError(Exception):
@@ -28,7 +29,9 @@ cdef class SplitMix64:
     cdef pd_rng rng
 
     def __init__(self, seed):
-        seed = int(seed)
+        if isinstance(seed, bool):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
+        seed = operator.index(seed)
         if not 0 <= seed < 2 ** 64:
             raise ValueError(f"seed must be in [0, 2**64), got {seed}")
         self.rng.state = <uint64_t>seed
@@ -56,7 +59,10 @@ cdef class SplitMix64:
         return SplitMix64(int(self.rng.state))
 
     def _set_state(self, state):
-        self.rng.state = <uint64_t>int(state)
+        state = operator.index(state)
+        if not 0 <= state < 2 ** 64:
+            raise ValueError(f"state must be in [0, 2**64), got {state}")
+        self.rng.state = <uint64_t>state
 
     def __eq__(self, other):
         return isinstance(other, SplitMix64) and other.state == self.state

@@ -21,7 +21,7 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
     """Re-raises a CoreError as the typed pydepth error it stands for."""
     c = err.code
     if c == ALLOC:
-        raise MemoryError(f"pydepth core could not allocate {err.index} elements") from None
+        raise E.AllocationError(f"pydepth core could not allocate {err.index} elements") from None
     if c in (OVERFLOW, SHAPE_OVERFLOW):
         raise E.InitializationError(f"size arithmetic overflowed (index {err.index})") from None
     if c == ZERO_FAN_IN:

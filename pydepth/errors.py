@@ -26,6 +26,10 @@ class InitializationError(PydepthError, ValueError):
     """Xavier initialization cannot be computed or allocated for these fans."""
 
 
+class AllocationError(InitializationError, MemoryError):
+    """Memory for parameters or graph values could not be allocated."""
+
+
 class DepthScaleError(PydepthError, ValueError):
     """A depth-scale policy cannot be built."""
 

@@ -12,7 +12,7 @@ from . import _core, _nodes
 from ._core import SplitMix64
 from ._translate import raise_core
 from .config import DecoderConfig
-from .errors import (AutodiffError, GraphReleasedError, ParameterLayoutError,
+from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
                      ParameterNameError, PydepthError, TokenError)
 
 _local = threading.local()
@@ -403,6 +403,9 @@ class DecoderModel:
             _core.draw_parameters(config._core_tuple(), raw, rng)
         except _core.CoreError as err:
             raise_core(err)
+        except MemoryError:
+            raise AllocationError(f"cannot allocate {config.parameter_count} parameters "
+                                  f"({config.parameter_count * 8} bytes)") from None
         self._setup(config, [NamedParameter._wrap(n, p) for (n, _), p in zip(layout, raw)])
 
     @classmethod

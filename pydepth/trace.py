@@ -1,0 +1,136 @@
+"""Export one fixture in the pydepth-reference-trace-v1 schema (bit patterns as hex)."""
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ._core import SplitMix64
+from .config import DecoderConfig
+from .errors import TokenError
+from .model import DecoderModel, NamedParameter
+
+FORMAT = "pydepth-reference-trace-v1"
+ENCODING = "IEEE-754 binary64 bit patterns as 16 lowercase hex digits, row-major"
+SELECTED_SUFFIXES = (".attention.output.weight", ".ffn.down.weight")
+
+
+def hex_bits(values: Any) -> List[str]:
+    """16-hex-digit bit patterns of float64 values, row-major."""
+    arr = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    return [format(int(b), "016x") for b in arr.view(np.uint64)]
+
+
+def float_hex(x: float) -> str:
+    """The bit pattern of one float64."""
+    return struct.pack(">d", x).hex()
+
+
+def plain_rms(x: np.ndarray) -> float:
+    """sqrt(sum(x*x)/n) with the sum taken sequentially in row-major order from +0.0."""
+    s = 0.0
+    for v in (np.asarray(x, dtype=np.float64).reshape(-1) ** 2).tolist():
+        s = s + v
+    return math.sqrt(s / float(np.asarray(x).size))
+
+
+def depth_factor(layers: int) -> float:
+    """1/sqrt(layers) as the reference computes it (inf for zero layers)."""
+    return 1.0 / math.sqrt(float(layers)) if layers else math.inf
+
+
+def _entry(name: str, value: np.ndarray) -> Dict[str, Any]:
+    return {"name": name, "shape": list(value.shape), "bits": hex_bits(value)}
+
+
+def model_trace(model: DecoderModel, tokens: np.ndarray, targets: np.ndarray) -> Dict[str, Any]:
+    """Parameters, every forward value, site adjoints and gradients of one model."""
+    model.zero_grad()
+    fwd = model.forward(tokens, record=True)
+    loss = fwd.loss(targets)
+    forward = [_entry(name, fwd.named(name).value) for name in fwd.names()]
+    forward.append({"name": "loss", "shape": [], "bits": hex_bits(loss.value)})
+    sites = fwd.residual_sites
+    adjoints = loss.backward_with_selected_adjoints(list(sites))
+    out = {
+        "parameters": [_entry(p.name, p.value) for p in model.parameters],
+        "forward": forward,
+        "site_adjoints": [_entry(f"site.{i}", a) for i, a in enumerate(adjoints)],
+        "parameter_gradients": [_entry(p.name, p.grad) for p in model.parameters],
+        "site_activation_rms": [float_hex(plain_rms(s.value)) for s in sites],
+        "site_adjoint_rms": [float_hex(plain_rms(a)) for a in adjoints],
+    }
+    model.zero_grad()
+    return out
+
+
+def _id_array(name: str, values: Any, batch: Optional[int]) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise TokenError(f"{name} must be integer ids, got dtype {arr.dtype}")
+    if arr.ndim == 1:
+        b = batch or 1
+        if b <= 0 or arr.size % b:
+            raise TokenError(f"{arr.size} {name} cannot be split into {b} rows")
+        arr = arr.reshape(b, arr.size // b)
+    return arr
+
+
+def fixture_trace(cfg: DecoderConfig, seed: int, tokens: Any, targets: Any, *,
+                  fixture_id: str = "custom", batch: Optional[int] = None) -> Dict[str, Any]:
+    """One fixture: the same base draws as a depth-initialized model (selected weights times
+    1/sqrt(layers) when layers > 1) and as the unscaled control."""
+    tok = _id_array("tokens", tokens, batch)
+    tgt = _id_array("targets", targets, tok.shape[0])
+    rng = SplitMix64(seed)
+    initial = rng.state
+    base = DecoderModel(cfg, rng)
+    factor = depth_factor(cfg.layers)
+    scaled = []
+    for p in base.parameters:
+        q = NamedParameter(p.name, p.value)
+        if cfg.layers != 1 and p.name.endswith(SELECTED_SUFFIXES):
+            q._p.scale_values(factor)
+        scaled.append(q)
+    initialized = DecoderModel.from_parameters(cfg, scaled)
+    return {
+        "id": fixture_id,
+        "config": cfg.to_dict(),
+        "seed": int(seed),
+        "initial_rng_state": str(initial),
+        "final_rng_state": str(rng.state),
+        "factor": float_hex(factor),
+        "token_shape": list(tok.shape),
+        "tokens": [int(x) for x in tok.reshape(-1)],
+        "targets": [int(x) for x in tgt.reshape(-1)],
+        "parameter_count": cfg.parameter_count,
+        "initialized": model_trace(initialized, tok, tgt),
+        "same_base_unscaled_control": model_trace(base, tok, tgt),
+    }
+
+
+def _ints(text: str) -> List[int]:
+    try:
+        return [int(x) for x in text.replace(" ", "").split(",") if x != ""]
+    except ValueError:
+        raise TokenError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def main(args: Any) -> int:
+    """`pydepth trace`: writes one fixture document (format, encoding, fixtures) as JSON."""
+    with open(args.config) as fh:
+        cfg = DecoderConfig.from_dict(json.load(fh))
+    doc = {"format": FORMAT, "encoding": ENCODING,
+           "fixtures": [fixture_trace(cfg, args.seed, _ints(args.tokens), _ints(args.targets),
+                                      batch=args.batch, fixture_id=getattr(args, "id", None) or "custom")]}
+    text = json.dumps(doc)
+    if getattr(args, "output", None):
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0

@@ -1,0 +1,24 @@
+"""Shared fixtures: the reference figures copied from ../shared/reference."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+REFERENCE = pathlib.Path(__file__).parent / "reference"
+
+
+@pytest.fixture(scope="session")
+def reference_trace():
+    """trace-public.json: bit patterns of every value the reference core produced."""
+    return json.loads((REFERENCE / "trace-public.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def published_tables():
+    """published-tables.json: the chapter's six-decimal tables."""
+    return json.loads((REFERENCE / "published-tables.json").read_text())
+
+
+def pytest_configure(config):
+    np.seterr(all="raise")
