@@ -15,3 +15,14 @@ __version__ = "0.1.0"
 __all__ = ["SplitMix64", "Batch", "DecoderConfig", "XavierScale", "xavier_scale",
            "BlockForward", "DecoderModel", "ForwardRecord", "GraphValue", "NamedParameter",
            "is_recording", "no_grad", "get_num_threads", "set_num_threads", *_error_names]
+
+from .depth_init import (DepthInitializationBudget, DepthInitializationRecord,  # noqa: E402
+                         DepthInitializedDecoder, DepthScalePolicy, Fresh,
+                         FreshDepthInitialization, Initialized, Restored, initialize_depth_scaled)
+from .health import (HEALTH_BAND, BranchHealthRow, DepthHealthReport,  # noqa: E402
+                     RatioBand, ResidualHealthRow, classify_ratio, observe_residual_health)
+
+__all__ += ["DepthScalePolicy", "DepthInitializationBudget", "FreshDepthInitialization",
+            "DepthInitializedDecoder", "DepthInitializationRecord", "Fresh", "Initialized",
+            "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
+            "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow"]

@@ -50,6 +50,10 @@ class BudgetExceededError(DepthInitError, ValueError):
     """The configuration exceeds the caller's parameter or position budget."""
 
 
+class InvalidBudgetError(DepthInitError, ValueError):
+    """A depth-initialization budget bound is not a non-negative integer below 2**64."""
+
+
 class ModifiedFreshParameterError(DepthInitError):
     """A fresh base parameter was updated or has a non-zero gradient before completion."""
 

@@ -1,0 +1,318 @@
+"""Residual health: activation RMS and completed mean-loss adjoint RMS at every residual site
+(chapter 6, issue 5).
+
+Site 0 is the input residual (embedding output); site ``2b+1`` is the state after block ``b``'s
+attention addition and site ``2b+2`` the state after its feed-forward addition. Activation RMS
+is divided by the input RMS ``A_0`` and adjoint RMS by the terminal residual-adjoint RMS
+``G_{2L}``; both normalizers must be positive and finite (no epsilon repair). Only valid
+positions enter any arithmetic. Ratios are classified in the inclusive band ``HEALTH_BAND``.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import (EmptyValidityError, InvalidGeometryError, InvalidNormalizerError,
+                     MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
+from .model import DecoderModel, ForwardRecord, GraphValue
+
+__all__ = ["HEALTH_BAND", "RatioBand", "classify_ratio", "ResidualHealthRow", "BranchHealthRow",
+           "DepthHealthReport", "observe_residual_health", "valid_feature_rms", "site_label"]
+
+#: The inclusive band [low, high] of dimensionless residual ratios counted as healthy.
+HEALTH_BAND: Tuple[float, float] = (0.01, 100.0)
+
+_DBL_MAX = np.finfo(np.float64).max
+_SMALLEST_SAFE = 2.0 ** -511  # squares of magnitudes at least this large are normal numbers
+
+
+class RatioBand(enum.Enum):
+    """Where a ratio lies relative to the inclusive :data:`HEALTH_BAND`."""
+
+    WITHIN = "within"
+    BELOW = "below"
+    ABOVE = "above"
+
+
+def classify_ratio(x: float) -> RatioBand:
+    """Classifies an unrounded ratio: ``BELOW`` if ``x < 0.01``, ``ABOVE`` if ``x > 100``,
+    else ``WITHIN`` (both endpoints included). Non-finite ratios raise
+    :class:`NonFiniteValueError`."""
+    if isinstance(x, bool):
+        raise TypeError(f"ratio must be a real number, got {x!r}")
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"ratio must be a real number, got {x!r}") from None
+    if not math.isfinite(v):
+        raise NonFiniteValueError(f"cannot classify non-finite ratio {v!r}")
+    low, high = HEALTH_BAND
+    if v < low:
+        return RatioBand.BELOW
+    if v > high:
+        return RatioBand.ABOVE
+    return RatioBand.WITHIN
+
+
+def _sequential_sum(values: np.ndarray) -> float:
+    """Left-to-right sum starting at 0.0 (np.add.accumulate is strictly sequential, unlike the
+    pairwise summation of np.sum)."""
+    if values.size == 0:
+        return 0.0
+    return float(np.add.accumulate(values)[-1]) + 0.0
+
+
+def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
+    """RMS over the features of the valid positions of ``values`` ``[B, T, ...]``.
+
+    Invalid positions are dropped by selection before any arithmetic, so NaN or infinity there
+    never reaches the result. Non-finite valid values raise :class:`NonFiniteValueError`. When
+    no square can overflow or underflow the result is the reference's ``sqrt(sum(x*x)/n)``
+    summed sequentially in row-major order; otherwise the values are first divided by their
+    largest magnitude."""
+    arr = np.asarray(values, dtype=np.float64)
+    mask = np.asarray(valid)
+    if mask.dtype != np.bool_:
+        raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
+    if arr.ndim < mask.ndim or arr.shape[:mask.ndim] != mask.shape:
+        raise InvalidGeometryError(f"{what} has shape {arr.shape}; validity mask {mask.shape} "
+                                   "must match its leading dimensions")
+    if not mask.any():
+        raise EmptyValidityError(f"the validity mask {mask.shape} selects no position")
+    rows = arr[mask]  # boolean selection: copies valid positions only, no arithmetic
+    flat = rows.reshape(-1)
+    finite = np.isfinite(flat)
+    if not finite.all():
+        where = np.argwhere(mask)[int(np.flatnonzero(~finite)[0]) // max(1, rows[0].size)]
+        raise NonFiniteValueError(
+            f"{what} holds non-finite value {flat[~finite][0]!r} at valid position {tuple(int(i) for i in where)}")
+    n = flat.size
+    if n == 0:
+        raise InvalidGeometryError(f"{what} has no features at the valid positions")
+    magnitudes = np.abs(flat)
+    largest = float(magnitudes.max())
+    if largest == 0.0:
+        return 0.0
+    nonzero = magnitudes[magnitudes != 0.0]
+    smallest = float(nonzero.min())
+    if smallest >= _SMALLEST_SAFE and largest <= math.sqrt(_DBL_MAX / n):
+        return math.sqrt(_sequential_sum(flat * flat) / float(n))
+    scaled = flat / largest
+    return largest * math.sqrt(_sequential_sum(scaled * scaled) / float(n))
+
+
+def site_label(site: int) -> str:
+    """``input`` for site 0, ``block.{b}.after_attention`` for site 2b+1 and
+    ``block.{b}.after_feed_forward`` for site 2b+2."""
+    if site == 0:
+        return "input"
+    if site % 2 == 1:
+        return f"block.{site // 2}.after_attention"
+    return f"block.{site // 2 - 1}.after_feed_forward"
+
+
+@dataclass(frozen=True)
+class ResidualHealthRow:
+    """One residual site: absolute RMS values, their ratios to the normalizers and the ratios'
+    band classification."""
+
+    site: int
+    label: str
+    activation_rms: float
+    adjoint_rms: float
+    activation_ratio: float
+    adjoint_ratio: float
+    activation_status: RatioBand
+    adjoint_status: RatioBand
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-serializable form (statuses as their string values)."""
+        return {"site": self.site, "label": self.label, "activation_rms": self.activation_rms,
+                "adjoint_rms": self.adjoint_rms, "activation_ratio": self.activation_ratio,
+                "adjoint_ratio": self.adjoint_ratio,
+                "activation_status": self.activation_status.value,
+                "adjoint_status": self.adjoint_status.value}
+
+
+@dataclass(frozen=True)
+class BranchHealthRow:
+    """Branch-output RMS and the two norm gains of one block (outside the ratio band)."""
+
+    block: int
+    attention_output_rms: float
+    feed_forward_output_rms: float
+    attention_norm_gain: Tuple[float, ...]
+    feed_forward_norm_gain: Tuple[float, ...]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-serializable form."""
+        return {"block": self.block, "attention_output_rms": self.attention_output_rms,
+                "feed_forward_output_rms": self.feed_forward_output_rms,
+                "attention_norm_gain": list(self.attention_norm_gain),
+                "feed_forward_norm_gain": list(self.feed_forward_norm_gain)}
+
+
+@dataclass(frozen=True)
+class DepthHealthReport:
+    """Residual health of one decoder on one forward pass and its mean loss."""
+
+    valid_positions: int
+    width: int
+    input_activation_normalizer: float
+    terminal_adjoint_normalizer: float
+    sites: Tuple[ResidualHealthRow, ...]
+    branches: Tuple[BranchHealthRow, ...]
+    final_norm_gain: Tuple[float, ...]
+
+    @property
+    def within_band(self) -> bool:
+        """Whether every site's activation and adjoint ratio lies within the band."""
+        return all(r.activation_status is RatioBand.WITHIN and r.adjoint_status is RatioBand.WITHIN
+                   for r in self.sites)
+
+    @property
+    def activation_ratio_range(self) -> Tuple[float, float]:
+        """(minimum, maximum) activation ratio over the sites."""
+        values = [r.activation_ratio for r in self.sites]
+        return min(values), max(values)
+
+    @property
+    def adjoint_ratio_range(self) -> Tuple[float, float]:
+        """(minimum, maximum) adjoint ratio over the sites."""
+        values = [r.adjoint_ratio for r in self.sites]
+        return min(values), max(values)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-serializable form, with the ratio ranges and ``within_band``."""
+        a_min, a_max = self.activation_ratio_range
+        g_min, g_max = self.adjoint_ratio_range
+        return {"valid_positions": self.valid_positions, "width": self.width,
+                "input_activation_normalizer": self.input_activation_normalizer,
+                "terminal_adjoint_normalizer": self.terminal_adjoint_normalizer,
+                "band": list(HEALTH_BAND),
+                "sites": [r.to_dict() for r in self.sites],
+                "activation_ratio_min": a_min, "activation_ratio_max": a_max,
+                "adjoint_ratio_min": g_min, "adjoint_ratio_max": g_max,
+                "within_band": self.within_band,
+                "branches": [b.to_dict() for b in self.branches],
+                "final_norm_gain": list(self.final_norm_gain)}
+
+    def to_table(self, title: Optional[str] = None) -> str:
+        """A plain-text table for people (six decimals; classification uses unrounded ratios)."""
+        lines = []
+        if title:
+            lines.append(title)
+        lines.append(f"valid positions {self.valid_positions}, width {self.width}, band "
+                     f"[{HEALTH_BAND[0]}, {HEALTH_BAND[1]:g}] inclusive")
+        lines.append(f"input activation RMS normalizer A_0: {self.input_activation_normalizer:.6f}")
+        lines.append(f"terminal residual-adjoint RMS normalizer G_2L: {self.terminal_adjoint_normalizer:.6f}")
+        header = ("site", "stage", "A_s", "A_s/A_0", "class", "G_s", "G_s/G_2L", "class")
+        body = [(str(r.site), r.label, f"{r.activation_rms:.6f}", f"{r.activation_ratio:.6f}",
+                 r.activation_status.value, f"{r.adjoint_rms:.6f}", f"{r.adjoint_ratio:.6f}",
+                 r.adjoint_status.value) for r in self.sites]
+        lines.extend(format_table(header, body))
+        lines.append("all site ratios within band" if self.within_band
+                     else "SOME SITE RATIOS OUTSIDE THE BAND")
+        return "\n".join(lines)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
+    """Left-aligned text columns (first two) and right-aligned numbers (the rest)."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+
+    def fmt(cells: Sequence[str]) -> str:
+        out = []
+        for i, (c, w) in enumerate(zip(cells, widths)):
+            out.append(str(c).ljust(w) if i < 2 else str(c).rjust(w))
+        return "  ".join(out).rstrip()
+
+    return [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+
+
+def _gain(model: DecoderModel, name: str) -> Tuple[float, ...]:
+    return tuple(float(v) for v in model.parameter(name).value)
+
+
+def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue,
+                            valid: Optional[Any] = None) -> DepthHealthReport:
+    """Observes residual activation RMS and completed mean-loss adjoint RMS at all 2L+1 sites.
+
+    ``fwd`` must come from ``model`` and ``loss`` must be the mean loss attached to ``fwd``;
+    ``valid`` (bool ``[B, T]``, default ``fwd.valid``) selects the positions observed and may
+    not include padding. Runs exactly one ordinary reverse pass of ``loss`` (parameter
+    gradients accumulate as for ``loss.backward()``); adds no graph operation, random draw or
+    weight change. Every check that needs no adjoint runs before the reverse pass."""
+    if not isinstance(model, DecoderModel):
+        raise TypeError(f"model must be a DecoderModel, got {type(model).__name__}")
+    if not isinstance(fwd, ForwardRecord):
+        raise TypeError(f"fwd must be a ForwardRecord, got {type(fwd).__name__}")
+    if not isinstance(loss, GraphValue):
+        raise TypeError(f"loss must be a GraphValue, got {type(loss).__name__}")
+    cfg = model.config
+    embedding_shape = fwd.embedding.shape
+    if (fwd.model is not model or len(fwd.blocks) != cfg.layers
+            or embedding_shape is None or embedding_shape[-1] != cfg.model_width):
+        raise ModelForwardMismatchError(
+            f"the forward record ({len(fwd.blocks)} blocks, embedding shape {embedding_shape}) was not "
+            f"produced by this model ({cfg.layers} blocks, width {cfg.model_width})")
+    if valid is None:
+        mask = np.asarray(fwd.valid)
+    else:
+        mask = np.asarray(valid)
+        if mask.dtype != np.bool_:
+            raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
+    if mask.shape != tuple(fwd.token_shape):
+        raise InvalidGeometryError(
+            f"validity mask has shape {mask.shape}; the forward record's tokens have shape {tuple(fwd.token_shape)}")
+    if not mask.any():
+        raise EmptyValidityError(f"the validity mask {mask.shape} selects no position")
+    padded = mask & ~np.asarray(fwd.valid)
+    if padded.any():
+        b, t = (int(i) for i in np.argwhere(padded)[0])
+        raise InvalidGeometryError(f"position [{b}, {t}] is padding in the forward record and cannot be observed")
+
+    sites = list(fwd.residual_sites)
+    activations = [valid_feature_rms(s.value, mask, what=s.name) for s in sites]
+    branch_rms = [(valid_feature_rms(blk.attention_output.value, mask, what=blk.attention_output.name),
+                   valid_feature_rms(blk.feed_forward_output.value, mask, what=blk.feed_forward_output.name))
+                  for blk in fwd.blocks]
+    a0 = activations[0]
+    if not (math.isfinite(a0) and a0 > 0.0):
+        raise InvalidNormalizerError(
+            f"input activation RMS A_0 is {a0!r}; a ratio normalizer must be positive and finite")
+    if loss.record is not fwd or not fwd.recorded:
+        raise MissingAdjointError(
+            "site 0 (input) has no completed adjoint: the loss was not recorded on this forward record")
+    adjoints = loss.backward_with_selected_adjoints(sites)
+    gradients = []
+    for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
+        if adjoint is None:
+            raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
+        if tuple(adjoint.shape) != tuple(site.shape):
+            raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
+        gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
+    g_last = gradients[-1]
+    if not (math.isfinite(g_last) and g_last > 0.0):
+        raise InvalidNormalizerError(
+            f"terminal residual-adjoint RMS G_2L is {g_last!r}; a ratio normalizer must be positive and finite")
+    rows = []
+    for i, (a, g) in enumerate(zip(activations, gradients)):
+        ar = a / a0
+        gr = g / g_last
+        rows.append(ResidualHealthRow(site=i, label=site_label(i), activation_rms=a, adjoint_rms=g,
+                                      activation_ratio=ar, adjoint_ratio=gr,
+                                      activation_status=classify_ratio(ar),
+                                      adjoint_status=classify_ratio(gr)))
+    branches = tuple(
+        BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
+                        attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
+                        feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
+        for b, (att, ffn) in enumerate(branch_rms))
+    return DepthHealthReport(valid_positions=int(mask.sum()), width=cfg.model_width,
+                             input_activation_normalizer=a0, terminal_adjoint_normalizer=g_last,
+                             sites=tuple(rows), branches=branches,
+                             final_norm_gain=_gain(model, "final_norm.gain"))
