@@ -348,16 +348,24 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }
-    double *prob = g->prob ? g->prob : pd_zeros(N * V, e);
-    if (!prob) return PD_ERR_ALLOC;
+    double *prob = pd_zeros(N * V, e), *nll = pd_zeros(N, e);
+    if (!prob || !nll) {
+        free(prob);
+        free(nll);
+        return PD_ERR_ALLOC;
+    }
     double loss;
     size_t count;
-    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, &loss, &count, e);
+    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
-        if (prob != g->prob) free(prob);
+        free(prob);
+        free(nll);
         return st;
     }
+    free(g->prob);
+    free(g->nll);
     g->prob = prob;
+    g->nll = nll;
     g->loss = loss;
     g->n_targets = count;
     g->has_loss = 1;
@@ -369,7 +377,7 @@ void pd_graph_free(pd_graph *g) {
     free(g->blocks);
     free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
     free(g->seg_end); free(g->revisions); free(g->sites); free(g->site_arena);
-    free(g->arena); free(g->prob);
+    free(g->arena); free(g->prob); free(g->nll);
     memset(g, 0, sizeof *g);
 }
 
@@ -385,6 +393,7 @@ double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, siz
         case PD_N_FINAL_NORM_OUTPUT: return g->fo;
         case PD_N_LOGITS: dims[2] = m->cfg.vocabulary_size; return g->logits;
         case PD_N_LOSS: *rank = 0; return g->has_loss ? (double *)&g->loss : NULL;
+        case PD_N_PER_TARGET_NLL: *rank = 2; return g->has_loss ? g->nll : NULL;
         default: return NULL;
         }
     }

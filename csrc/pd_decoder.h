@@ -35,7 +35,8 @@ typedef enum {
     PD_N_BLOCK_KINDS,
     PD_N_EMBEDDING = 32, PD_N_FINAL_NORM_OUTPUT, PD_N_LOGITS, PD_N_LOSS,
     /* internal values named only in error reports */
-    PD_N_ATTN_SCORES, PD_N_FFN_NORM, PD_N_FINAL_NORM, PD_N_ADJOINT, PD_N_GRADIENT
+    PD_N_ATTN_SCORES, PD_N_FFN_NORM, PD_N_FINAL_NORM, PD_N_ADJOINT, PD_N_GRADIENT,
+    PD_N_PER_TARGET_NLL
 } pd_node_kind;
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     pd_block_rec *blocks;
     double *fo_m, *fo_z, *fo_r, *fo_n, *fo, *logits;
     double *prob;        /* [N, V] once a loss is attached */
+    double *nll;         /* [N] per-target NLL once a loss is attached */
     int64_t *targets;
     int has_loss;
     size_t n_targets;

@@ -15,10 +15,11 @@ BLOCK_KINDS: Tuple[str, ...] = (
 BLOCK_KIND: Dict[str, int] = {name: i for i, name in enumerate(BLOCK_KINDS)}
 
 EMBEDDING, FINAL_NORM_OUTPUT, LOGITS, LOSS = 32, 33, 34, 35
+PER_TARGET_NLL = 41
 GLOBAL_KINDS: Dict[int, str] = {
     EMBEDDING: "embedding.output", FINAL_NORM_OUTPUT: "final_norm.output", LOGITS: "logits",
     LOSS: "loss", 36: "attention scores", 37: "ffn_norm", 38: "final_norm",
-    39: "residual adjoint", 40: "parameter gradient",
+    39: "residual adjoint", 40: "parameter gradient", PER_TARGET_NLL: "per_target_nll",
 }
 AFTER_ATTENTION = BLOCK_KIND["after_attention"]
 BLOCK_OUTPUT = BLOCK_KIND["output"]

@@ -324,6 +324,14 @@ class ForwardRecord:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
         return self._value(-1, _nodes.LOSS)
 
+    @property
+    def per_target_nll(self) -> np.ndarray:
+        """Each valid position's NLL in nats [B, T] (+0.0 at invalid positions), as summed
+        into the mean loss; requires an attached loss."""
+        if not self._graph.has_loss:
+            raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
+        return self._view(-1, _nodes.PER_TARGET_NLL).reshape(self.token_shape)
+
     def loss(self, targets: Any = None) -> GraphValue:
         """Attaches the valid-target mean next-token NLL (nats) and returns it as a GraphValue."""
         self._check_alive()

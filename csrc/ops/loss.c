@@ -3,8 +3,8 @@
 #include "../pd_decoder.h"
 
 pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
-                         const uint8_t *valid, double *prob, double *loss, size_t *count,
-                         pd_error *e) {
+                         const uint8_t *valid, double *prob, double *per_target, double *loss,
+                         size_t *count, pd_error *e) {
     size_t n = 0;
     for (size_t g = 0; g < N; g++)
         if (!valid || valid[g]) n++;
@@ -15,6 +15,7 @@ pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t
     for (size_t g = 0; g < N; g++) {
         const double *x = logits + g * V;
         double *p = prob + g * V;
+        per_target[g] = 0.0;
         if (valid && !valid[g]) {
             for (size_t c = 0; c < V; c++) p[c] = 0.0;
             continue;
@@ -35,6 +36,7 @@ pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t
         const double xt = x[tgt[g]];
         const double gap = mx - xt;
         const double lg = gap + lse;
+        per_target[g] = lg;
         const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
         sm = sm + (sg + lse / dn);
         if (total_ok) {

@@ -48,10 +48,11 @@ pd_status pd_attention_backward(const pd_attn_geom *a, const double *qr, const d
 /* SiLU: sg (sigmoid, kept for the reverse pass) and out = x*sg. */
 void pd_silu_forward(size_t n, const double *x, double *sg, double *out);
 
-/* Valid-target mean NLL from logits [N, V]; prob receives the saved softmax. */
+/* Valid-target mean NLL from logits [N, V]; prob receives the saved softmax and per_target
+ * each valid group's NLL (+0.0 where invalid). */
 pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
-                         const uint8_t *valid, double *prob, double *loss, size_t *count,
-                         pd_error *e);
+                         const uint8_t *valid, double *prob, double *per_target, double *loss,
+                         size_t *count, pd_error *e);
 void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
                      const uint8_t *valid, size_t count, double *dlog);
 
