@@ -1,0 +1,117 @@
+"""`pydepth laptop`: the chapter's 32.5M-parameter laptop plan, built and run once."""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from typing import Any, Dict, Optional, TextIO
+
+import numpy as np
+
+from ._core import SplitMix64
+from .config import DecoderConfig
+from .depth_init import DepthInitializationBudget, FreshDepthInitialization
+from .health import observe_residual_health
+from .model import DecoderModel, NamedParameter
+from .threads import get_num_threads
+
+PLAN = dict(vocabulary_size=16384, model_width=512, layers=8, heads=8, kv_heads=2,
+            feed_forward_width=1536, max_positions=512)
+
+
+def plan_config(overrides: Optional[Dict[str, Any]] = None) -> DecoderConfig:
+    """The laptop plan's configuration, with optional overrides for reduced sizes."""
+    d = dict(PLAN)
+    d.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return DecoderConfig(d["vocabulary_size"], d["model_width"], d["heads"], d["feed_forward_width"],
+                         d["layers"], d["max_positions"], kv_heads=d["kv_heads"])
+
+
+def deterministic_batch(cfg: DecoderConfig, tokens: int):
+    """One row of `tokens` positions: ids (7919*i + 11) mod V, targets shifted by one."""
+    if tokens < 1 or tokens > cfg.max_positions:
+        raise ValueError(f"--tokens must be in [1, {cfg.max_positions}], got {tokens}")
+    ids = (np.arange(tokens + 1, dtype=np.int64) * 7919 + 11) % cfg.vocabulary_size
+    return ids[:-1].reshape(1, -1), ids[1:].reshape(1, -1)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class _Progress:
+    def __init__(self, out: TextIO) -> None:
+        self.t0 = time.perf_counter()
+        self.out = out
+
+    def __call__(self, message: str) -> None:
+        self.out.write(f"[{time.perf_counter() - self.t0:7.2f}s] {message}\n")
+        self.out.flush()
+
+
+def _run(model: DecoderModel, ids: np.ndarray, targets: np.ndarray, label: str, say: _Progress) -> Dict[str, Any]:
+    say(f"{label}: forward ({ids.shape[1]} tokens)")
+    t0 = time.perf_counter()
+    fwd = model.forward(ids)
+    loss = fwd.loss(targets)
+    t1 = time.perf_counter()
+    say(f"{label}: loss {loss.item():.6f} nats; backward and residual health")
+    report = observe_residual_health(model, fwd, loss)
+    t2 = time.perf_counter()
+    return {"label": label, "loss": loss.item(), "forward_seconds": t1 - t0,
+            "backward_and_observe_seconds": t2 - t1, "report": report}
+
+
+def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool = False,
+             progress: Optional[TextIO] = None) -> Dict[str, Any]:
+    """Prepares and completes the plan through FreshDepthInitialization, then runs one
+    forward+backward with residual health (and the same-base unscaled control if asked)."""
+    say = _Progress(progress or sys.stderr)
+    ids, targets = deterministic_batch(cfg, tokens)
+    rng = SplitMix64(seed)
+    budget = DepthInitializationBudget(max_parameters=cfg.parameter_count, max_positions=cfg.max_positions)
+    say(f"preparing base model: {cfg.parameter_count:,} parameters, {get_num_threads()} threads")
+    t0 = time.perf_counter()
+    fresh = FreshDepthInitialization.prepare(cfg, budget, rng)
+    base_copy = None
+    if control:
+        base_copy = [NamedParameter(p.name, p.value) for p in fresh.base_model.parameters]
+    init = fresh.complete()
+    del fresh
+    build_seconds = time.perf_counter() - t0
+    say(f"initialized with factor {init.record.factor:.6f} ({init.record.transformed_tensors} tensors scaled)")
+    runs = [_run(init.model, ids, targets, "initialized", say)]
+    if control:
+        runs.append(_run(DecoderModel.from_parameters(cfg, base_copy), ids, targets,
+                         "same_base_unscaled_control", say))
+    say("done")
+    return {"config": cfg.to_dict(), "parameter_count": cfg.parameter_count, "tokens": tokens,
+            "seed": seed, "threads": get_num_threads(), "build_seconds": build_seconds,
+            "record": init.record.to_dict(), "runs": runs, "peak_rss_mib": peak_rss_mb()}
+
+
+def main(args: Any) -> int:
+    """Entry point of `pydepth laptop` (arguments parsed by pydepth.cli)."""
+    overrides = {k: getattr(args, k, None) for k in ("vocabulary_size", "model_width", "layers", "heads",
+                                                     "kv_heads", "feed_forward_width", "max_positions")}
+    cfg = plan_config(overrides)
+    tokens = getattr(args, "tokens", None) or min(512, cfg.max_positions)
+    result = run_plan(cfg, tokens, seed=getattr(args, "seed", None) or 4701,
+                      control=bool(getattr(args, "control", False)))
+    if getattr(args, "format", "table") == "json":
+        doc = dict(result)
+        doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
+          f"{result['threads']} threads, seed {result['seed']}")
+    print(f"build (prepare + complete): {result['build_seconds']:.2f} s")
+    for run in result["runs"]:
+        print()
+        print(run["report"].to_table(title=f"{run['label']}: loss {run['loss']:.6f} nats"))
+        print(f"forward {run['forward_seconds']:.2f} s, backward + observation "
+              f"{run['backward_and_observe_seconds']:.2f} s")
+    print(f"\npeak resident memory: {result['peak_rss_mib']:.0f} MiB")
+    return 0
