@@ -101,8 +101,10 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
     smallest = float(nonzero.min())
     if smallest >= _SMALLEST_SAFE and largest <= math.sqrt(_DBL_MAX / n):
         return math.sqrt(_sequential_sum(flat * flat) / float(n))
-    scaled = flat / largest
-    return largest * math.sqrt(_sequential_sum(scaled * scaled) / float(n))
+    with np.errstate(under="ignore"):  # tiny scaled squares may round to zero harmlessly
+        scaled = flat / largest
+        squares = scaled * scaled
+    return largest * math.sqrt(_sequential_sum(squares) / float(n))
 
 
 def site_label(site: int) -> str:
