@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--id", help="fixture id in the document (default 'custom')")
 
     laptop = sub.add_parser("laptop", help="run the laptop-scale decoder")
-    laptop.add_argument("--tokens", type=_positive, default=512, help="tokens per pass (default 512)")
+    laptop.add_argument("--tokens", type=_positive, default=None,
+                        help="tokens per pass (default 512, or max positions if smaller)")
+    laptop.add_argument("--format", choices=("json", "table"), default="table")
     laptop.add_argument("--control", action="store_true", help="also run the same-base unscaled control")
     laptop.add_argument("--seed", type=_seed, default=4701)
     for flag in ("--vocabulary-size", "--model-width", "--layers", "--heads", "--kv-heads",
