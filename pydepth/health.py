@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -42,12 +43,9 @@ def classify_ratio(x: float) -> RatioBand:
     """Classifies an unrounded ratio: ``BELOW`` if ``x < 0.01``, ``ABOVE`` if ``x > 100``,
     else ``WITHIN`` (both endpoints included). Non-finite ratios raise
     :class:`NonFiniteValueError`."""
-    if isinstance(x, bool):
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"ratio must be a real number, got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"ratio must be a real number, got {x!r}") from None
+    v = float(x)
     if not math.isfinite(v):
         raise NonFiniteValueError(f"cannot classify non-finite ratio {v!r}")
     low, high = HEALTH_BAND
