@@ -32,6 +32,8 @@ def _pyplot() -> Any:
 def _panel(ax: Any, series: Sequence[tuple], key: str, ylabel: str, title: str) -> None:
     low, high = HEALTH_BAND
     ax.axhspan(low, high, color="tab:green", alpha=0.08, label=f"band [{low}, {high:g}]")
+    for edge in (low, high):
+        ax.axhline(edge, color="tab:green", linewidth=0.8, linestyle=":")
     for label, sites, style in series:
         xs = [s["site"] for s in sites]
         ax.plot(xs, [s[key] for s in sites], style, label=label)
