@@ -32,7 +32,7 @@ def _bits(text: str) -> List[bool]:
 
 def _seed(text: str) -> int:
     try:
-        v = int(text, 0)
+        v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
     if not 0 <= v < 2**64:

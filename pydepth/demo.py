@@ -8,9 +8,8 @@ the smallest profile that admits it, so the budget edge is exercised on both pro
 """
 from __future__ import annotations
 
-import math
 import struct
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 

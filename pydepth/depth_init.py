@@ -12,13 +12,13 @@ import operator
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Sequence, Union
 
 import numpy as np
 
 from ._core import SplitMix64
 from .config import DecoderConfig
-from .errors import (AlreadyCompletedError, BudgetExceededError, ConfigError, DepthInitError,
+from .errors import (AlreadyCompletedError, BudgetExceededError, DepthInitError,
                      DepthScaleError, InvalidBudgetError, InvalidFactorError,
                      ModifiedFreshParameterError, NotFreshError, ParameterLayoutError,
                      ParameterNameError, RecordMismatchError, ZeroDepthError)
@@ -299,6 +299,7 @@ class DepthInitializedDecoder:
             raise TypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
         if model.config != record.config:
             raise RecordMismatchError(f"model configuration {model.config} differs from the record's {record.config}")
+        _check_record(record)
         self._model = model
         self._record = record
 
