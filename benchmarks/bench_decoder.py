@@ -1,0 +1,569 @@
+"""Decoder benchmark of issue 7: pydepth versus PyTorch float64 eager, interleaved.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_decoder.py \
+        [--shapes issue3,tiny,small,medium,large,laptop] [--threads 1,2] [--repeat N] \
+        [--quick] [--no-scaling] [--cell-budget SECONDS] [--json out.json]
+
+For every shape two long-lived worker processes are started, one importing only pydepth
+and one importing only torch (plus numpy), so each reports its own peak RSS
+(resource.getrusage ru_maxrss). The parent sends them the same commands in alternating
+order (pydepth first on even repetitions, torch first on odd ones), so machine noise
+hits both frameworks alike. Both workers build bit-identical parameters: pydepth from
+its C SplitMix64/Xavier construction, torch from a numpy reproduction of that stream
+(benchmarks/torch_decoder.py checks it bit for bit), so they compute the same function.
+
+Timed operations (one "step"; the median over repetitions is reported):
+  construct   build a fresh model with Xavier init (pydepth: DecoderModel(cfg, rng);
+              torch: allocate + uniform_ with torch's generator), then drop it
+  fwd_nograd  forward + mean loss + .item() without recording (no_grad in both)
+  fwd_record  forward + mean loss + .item() recording the graph, graph dropped
+  fwd_bwd     zero_grad + recorded forward + loss + backward + .item()
+Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition)
+and the per-step mean of that loop is one sample. A repetition that takes more than a
+second also serves as its own warm-up; shorter ones get an untimed warm-up run.
+
+Before timing, torch and pydepth loss and gradients are compared on the tiny and small
+shapes (relative agreement must be below 1e-10). The scaling series (fwd_bwd only, at the
+first thread count) varies depth 1..64 at the tiny width and T 16..1024 at the medium
+width. --quick uses fewer repetitions, skips the laptop shape and shortens the series.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+# name: (vocab, width, heads, ff, layers, max_positions, kv_heads, T)
+SHAPES: Dict[str, Dict[str, Any]] = {
+    "issue3": dict(V=266, W=4, H=1, F=4, L=8, P=4, kv=None, T=4, seed=4701,
+                   tokens=[[0, 99, 100, 101]], targets=[[99, 100, 101, 1]]),
+    "tiny": dict(V=266, W=4, H=1, F=4, L=8, P=4, kv=None, T=4),
+    "small": dict(V=266, W=16, H=2, F=20, L=2, P=16, kv=None, T=16),
+    "medium": dict(V=4096, W=128, H=4, F=384, L=4, P=128, kv=None, T=128),
+    "large": dict(V=16384, W=512, H=8, F=1536, L=2, P=256, kv=None, T=256),
+    "laptop": dict(V=16384, W=512, H=8, F=1536, L=8, P=512, kv=2, T=512),
+}
+DEFAULT_SHAPES = ["issue3", "tiny", "small", "medium", "large", "laptop"]
+OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd"]
+# Issue-7 targets: minimum torch/pydepth ratio of fwd_bwd.
+TARGETS = {"tiny": 50.0, "small": 50.0, "medium": 2.0, "large": 1.0, "laptop": 1.0}
+LAPTOP_MAX_REPEAT = 3
+DEPTHS = [1, 2, 4, 8, 16, 32, 64]
+LENGTHS = [16, 32, 64, 128, 256, 512, 1024]
+LOOP_TARGET_SECONDS = 0.02
+
+
+# ----------------------------------------------------------------------------- workers
+
+def _tokens(spec: Dict[str, Any]):
+    """int64 tokens and targets [1, T] of a shape (deterministic)."""
+    import numpy as np
+    if "tokens" in spec:
+        return (np.array(spec["tokens"], dtype=np.int64), np.array(spec["targets"], dtype=np.int64))
+    t, v = spec["T"], spec["V"]
+    seq = (np.arange(t + 1, dtype=np.int64) * 7919 + 11) % v
+    return seq[:-1].reshape(1, t).copy(), seq[1:].reshape(1, t).copy()
+
+
+class PydepthRunner:
+    """Builds and steps a pydepth model for one shape."""
+
+    def __init__(self) -> None:
+        import pydepth
+        self.pd = pydepth
+        self.model: Any = None
+        self.spec: Dict[str, Any] = {}
+
+    def set_threads(self, n: int) -> None:
+        """Sets the C kernels' thread count."""
+        self.pd.set_num_threads(n)
+
+    def _config(self) -> Any:
+        s = self.spec
+        return self.pd.DecoderConfig(s["V"], s["W"], s["H"], s["F"], s["L"], s["P"], kv_heads=s["kv"])
+
+    def load(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        """Builds the working model (seeded) and the token arrays."""
+        self.model = None
+        self.spec = spec
+        self.x, self.y = _tokens(spec)
+        self.model = self.pd.DecoderModel(self._config(), self.pd.SplitMix64(spec.get("seed", 1)))
+        return {"parameters": self.model.parameter_count}
+
+    def step(self, op: str) -> Callable[[], float]:
+        """The callable for one timed operation; it returns the loss (or 0.0)."""
+        pd, m, x, y = self.pd, self.model, self.x, self.y
+        seed = self.spec.get("seed", 1)
+        cfg = self._config()
+
+        def construct() -> float:
+            model = pd.DecoderModel(cfg, pd.SplitMix64(seed))
+            del model
+            return 0.0
+
+        def fwd_nograd() -> float:
+            with pd.no_grad():
+                return m.forward(x).loss(y).item()
+
+        def fwd_record() -> float:
+            f = m.forward(x)
+            v = f.loss(y).item()
+            del f
+            return v
+
+        def fwd_bwd() -> float:
+            m.zero_grad()
+            loss = m.forward(x).loss(y)
+            loss.backward()
+            return loss.item()
+
+        return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
+                "fwd_bwd": fwd_bwd}[op]
+
+
+class TorchRunner:
+    """Builds and steps the torch twin for one shape (pydepth is never imported here)."""
+
+    def __init__(self) -> None:
+        import torch
+        sys.path.insert(0, HERE)
+        import torch_decoder
+        self.torch = torch
+        self.td = torch_decoder
+        self.model: Any = None
+
+    def set_threads(self, n: int) -> None:
+        """Sets torch's intra-op thread count."""
+        self.torch.set_num_threads(n)
+
+    def load(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        """Builds the working model with pydepth's exact initial values."""
+        self.model = None
+        self.spec = spec
+        self.cfg = self.td.TorchConfig(spec["V"], spec["W"], spec["H"], spec["F"], spec["L"],
+                                       spec["P"], kv_heads=spec["kv"])
+        x, y = _tokens(spec)
+        self.x, self.y = self.torch.from_numpy(x), self.torch.from_numpy(y)
+        values, _ = self.td.splitmix64_xavier(spec.get("seed", 1), self.cfg.parameter_layout())
+        self.model = self.td.TorchDecoder.from_arrays(self.cfg, values)
+        del values
+        return {"parameters": sum(p.numel() for p in self.model.parameters())}
+
+    def step(self, op: str) -> Callable[[], float]:
+        """The callable for one timed operation; it returns the loss (or 0.0)."""
+        torch, m, x, y, cfg = self.torch, self.model, self.x, self.y, self.cfg
+        seed = self.spec.get("seed", 1)
+
+        def construct() -> float:
+            model = self.td.TorchDecoder.random(cfg, seed)
+            del model
+            return 0.0
+
+        def fwd_nograd() -> float:
+            with torch.no_grad():
+                return m.loss(x, y).item()
+
+        def fwd_record() -> float:
+            loss = m.loss(x, y)
+            v = loss.item()
+            del loss
+            return v
+
+        def fwd_bwd() -> float:
+            m.zero_grad()
+            loss = m.loss(x, y)
+            loss.backward()
+            return loss.item()
+
+        return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
+                "fwd_bwd": fwd_bwd}[op]
+
+
+def _rss_mb() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def worker_main(framework: str) -> int:
+    """Serves JSON-line commands on stdin: threads, load, time, rss, quit."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # keep the protocol channel clean
+    runner = PydepthRunner() if framework == "pydepth" else TorchRunner()
+    base_rss = _rss_mb()
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        kind = cmd["cmd"]
+        if kind == "threads":
+            runner.set_threads(cmd["n"])
+            reply: Dict[str, Any] = {"ok": True}
+        elif kind == "load":
+            reply = runner.load(cmd["spec"])
+        elif kind == "time":
+            fn = runner.step(cmd["op"])
+            number = cmd["number"]
+            t0 = time.perf_counter()
+            for _ in range(number):
+                value = fn()
+            reply = {"seconds": (time.perf_counter() - t0) / number, "value": value}
+        elif kind == "info":
+            mod = runner.pd if framework == "pydepth" else runner.torch
+            reply = {"version": getattr(mod, "__version__", "?"), "file": mod.__file__,
+                     "threads": (mod.get_num_threads() if framework == "pydepth"
+                                 else mod.get_num_threads())}
+        elif kind == "rss":
+            reply = {"peak_mb": _rss_mb(), "import_mb": base_rss}
+        elif kind == "quit":
+            break
+        else:
+            reply = {"error": f"unknown command {kind}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+# ----------------------------------------------------------------------------- parent
+
+class Worker:
+    """A worker subprocess speaking the JSON-line protocol."""
+
+    def __init__(self, framework: str) -> None:
+        self.framework = framework
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", framework],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def call(self, **cmd: Any) -> Dict[str, Any]:
+        """Sends one command and waits for its reply."""
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.framework} worker died (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        """Asks the worker to exit and reaps it."""
+        try:
+            self.call(cmd="quit")
+        except (BrokenPipeError, RuntimeError, ValueError):
+            pass
+        self.proc.wait()
+
+
+def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget: float) -> Dict[str, Dict[str, Any]]:
+    """Times `op` in every worker, alternating who goes first, with per-framework repeats
+    capped so that one framework spends about `budget` seconds on the cell (at least 1)."""
+    first: Dict[str, Dict[str, Any]] = {}
+    for w in workers:  # calibration run; doubles as warm-up unless it is long
+        first[w.framework] = w.call(cmd="time", op=op, number=1)
+    plan: Dict[str, Tuple[int, int]] = {}
+    samples: Dict[str, List[float]] = {w.framework: [] for w in workers}
+    for w in workers:
+        t = max(first[w.framework]["seconds"], 1e-7)
+        number = max(1, int(LOOP_TARGET_SECONDS / t)) if t < LOOP_TARGET_SECONDS else 1
+        reps = max(1, min(repeat, int(budget / (t * number))))
+        if t >= 1.0:  # a long run is its own warm-up: keep it
+            samples[w.framework].append(first[w.framework]["seconds"])
+            reps = max(0, reps - 1)
+        plan[w.framework] = (number, reps)
+    i = 0
+    while any(len(samples[w.framework]) < plan[w.framework][1] + (first[w.framework]["seconds"] >= 1.0)
+              for w in workers):
+        order = workers if i % 2 == 0 else list(reversed(workers))
+        for w in order:
+            number, reps = plan[w.framework]
+            done = len(samples[w.framework]) - (first[w.framework]["seconds"] >= 1.0)
+            if done < reps:
+                samples[w.framework].append(w.call(cmd="time", op=op, number=number)["seconds"])
+        i += 1
+    return {w.framework: {"samples": samples[w.framework], "number": plan[w.framework][0],
+                          "median": statistics.median(samples[w.framework]),
+                          "min": min(samples[w.framework]), "max": max(samples[w.framework]),
+                          "value": first[w.framework]["value"]} for w in workers}
+
+
+def run_shape(name: str, spec: Dict[str, Any], threads: Sequence[int], ops: Sequence[str],
+              repeat: int, budget: float, log: Callable[[str], None]) -> Dict[str, Any]:
+    """Runs every op and thread count of one shape in a fresh pair of workers."""
+    workers = [Worker("pydepth"), Worker("torch")]
+    try:
+        info = {w.framework: w.call(cmd="load", spec=spec) for w in workers}
+        rows = []
+        for n in threads:
+            for w in workers:
+                w.call(cmd="threads", n=n)
+            for op in ops:
+                t0 = time.perf_counter()
+                res = measure_interleaved(workers, op, repeat, budget)
+                rows.append({"shape": name, "threads": n, "op": op, **res})
+                log(f"  {name:7s} t={n} {op:10s} pydepth {fmt_s(res['pydepth']['median'])} "
+                    f"torch {fmt_s(res['torch']['median'])} ratio "
+                    f"{res['torch']['median'] / res['pydepth']['median']:.2f} "
+                    f"({time.perf_counter() - t0:.0f}s)")
+        rss = {w.framework: w.call(cmd="rss") for w in workers}
+    finally:
+        for w in workers:
+            w.close()
+    return {"shape": name, "spec": spec, "parameters": info["pydepth"]["parameters"], "rss": rss, "rows": rows}
+
+
+def run_series(kind: str, values: Sequence[int], threads: int, repeat: int, budget: float,
+               log: Callable[[str], None]) -> List[Dict[str, Any]]:
+    """fwd_bwd over a depth series (tiny width) or a length series (medium width)."""
+    workers = [Worker("pydepth"), Worker("torch")]
+    out = []
+    try:
+        for w in workers:
+            w.call(cmd="threads", n=threads)
+        for v in values:
+            if kind == "depth":
+                spec = dict(SHAPES["tiny"], L=v)
+            else:
+                spec = dict(SHAPES["medium"], T=v, P=v)
+            for w in workers:
+                w.call(cmd="load", spec=spec)
+            res = measure_interleaved(workers, "fwd_bwd", repeat, budget)
+            out.append({"series": kind, "value": v, "threads": threads, **res})
+            log(f"  {kind}={v:5d} pydepth {fmt_s(res['pydepth']['median'])} torch {fmt_s(res['torch']['median'])}")
+    finally:
+        for w in workers:
+            w.close()
+    return out
+
+
+# ----------------------------------------------------------------------------- checks and report
+
+def fmt_s(s: float) -> str:
+    """Seconds in a readable unit."""
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1.0:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def fmt_range(r: Dict[str, Any]) -> str:
+    """'median (min–max, n)' of one result cell."""
+    return f"{fmt_s(r['median'])} ({fmt_s(r['min'])}–{fmt_s(r['max'])}, n={len(r['samples'])})"
+
+
+def correctness_check() -> List[Dict[str, Any]]:
+    """torch vs pydepth loss and gradients on the tiny and small shapes (and GQA, and one
+    medium block), run in a subprocess so that this parent stays small: a worker's
+    ru_maxrss starts from its parent's peak RSS at fork, so the parent must never import
+    torch or pydepth itself."""
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "torch_decoder.py"), "--json"],
+                          capture_output=True, text=True)
+    if not proc.stdout.strip():
+        raise RuntimeError(f"torch_decoder.py check failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, float]:
+    """Least squares y = a + b x; returns (a, b, worst relative residual)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    worst = max(abs(a + b * x - y) / y for x, y in zip(xs, ys))
+    return a, b, worst
+
+
+def machine_info() -> Dict[str, Any]:
+    """nproc, CPU model, AVX-512, load, environment knobs and versions."""
+    info: Dict[str, Any] = {"nproc": os.cpu_count(), "python": platform.python_version()}
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in lscpu.splitlines():
+            if line.startswith("Model name:"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+            if line.startswith("Flags:"):
+                flags = line.split(":", 1)[1].split()
+                info["avx512"] = sorted(f for f in flags if f.startswith("avx512")) or "none"
+                info["avx2_fma"] = "avx2" in flags and "fma" in flags
+    except OSError:
+        pass
+    try:
+        info["commit"] = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h"],
+                                        capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    info["openblas_env"] = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    info["loadavg_start"] = os.getloadavg()
+    return info
+
+
+def report(results: Dict[str, Any]) -> str:
+    """The markdown report of a run."""
+    lines: List[str] = []
+    m = results["machine"]
+    lines.append(f"pydepth commit `{m.get('commit')}` ({results.get('pydepth_file')}), torch {results.get('torch')}, parent peak RSS {_rss_mb():.0f} MiB, "
+                 f"{m.get('cpu')} × {m['nproc']}, AVX-512: {m.get('avx512')}, "
+                 f"load avg start {m['loadavg_start'][0]:.2f} / end {m.get('loadavg_end', [0])[0]:.2f}, "
+                 f"OPENBLAS env {m['openblas_env']}, wall {results.get('wall_seconds', 0):.0f} s")
+    lines.append("")
+    if results.get("check"):
+        lines.append("Correctness (torch twin vs pydepth, relative): "
+                     + "; ".join(f"{c['shape']} loss {c['loss_rel']:.1e} grad {c['grad_rel']:.1e}"
+                                 f"{'' if c['ok'] else ' FAIL'}" for c in results["check"]))
+        lines.append("")
+    lines.append("| shape | threads | step | pydepth median (min–max, n) | torch median (min–max, n) | torch/pydepth |")
+    lines.append("|---|---|---|---|---|---|")
+    for sh in results["shapes"]:
+        for r in sh["rows"]:
+            ratio = r["torch"]["median"] / r["pydepth"]["median"]
+            lines.append(f"| {r['shape']} | {r['threads']} | {r['op']} | {fmt_range(r['pydepth'])} | "
+                         f"{fmt_range(r['torch'])} | {ratio:.2f}× |")
+    lines.append("")
+    lines.append("| shape | config (V, W, H/kv, F, L, T) | parameters | loss pydepth / torch | "
+                 "peak RSS pydepth | peak RSS torch | RSS after import pd / torch |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for sh in results["shapes"]:
+        s = sh["spec"]
+        fb = [r for r in sh["rows"] if r["op"] != "construct"]
+        lp = f"{fb[0]['pydepth']['value']:.12f} / {fb[0]['torch']['value']:.12f}" if fb else "–"
+        kv = s["kv"] if s["kv"] else s["H"]
+        lines.append(f"| {sh['shape']} | {s['V']}, {s['W']}, {s['H']}/{kv}, {s['F']}, {s['L']}, {s['T']} | "
+                     f"{sh['parameters']:,} | {lp} | {sh['rss']['pydepth']['peak_mb']:.0f} MiB | "
+                     f"{sh['rss']['torch']['peak_mb']:.0f} MiB | {sh['rss']['pydepth']['import_mb']:.0f} / "
+                     f"{sh['rss']['torch']['import_mb']:.0f} MiB |")
+    for kind, key, label in (("depth", "L", "depth"), ("length", "T", "T")):
+        rows = [r for r in results.get("series", []) if r["series"] == kind]
+        if not rows:
+            continue
+        lines.append("")
+        lines.append(f"Scaling in {label} (fwd_bwd, threads={rows[0]['threads']}"
+                     + (", tiny width: V=266 W=4 H=1 F=4 T=4)" if kind == "depth"
+                        else ", medium width: V=4096 W=128 H=4 F=384 L=4, max_positions=T)"))
+        lines.append("")
+        lines.append(f"| {label} | pydepth median (min–max, n) | pydepth / {label} | pydepth Δtime/Δ{label} | "
+                     f"× previous | torch median | torch / {label} | torch/pydepth |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        prev = None
+        for r in rows:
+            p, t = r["pydepth"]["median"], r["torch"]["median"]
+            grow = f"{p / prev[1]:.2f}" if prev else "–"
+            slope = fmt_s((p - prev[1]) / (r["value"] - prev[0])) if prev else "–"
+            prev = (r["value"], p)
+            lines.append(f"| {r['value']} | {fmt_range(r['pydepth'])} | {fmt_s(p / r['value'])} | {slope} | "
+                         f"{grow} | {fmt_s(t)} | {fmt_s(t / r['value'])} | {t / p:.2f}× |")
+        for fw in ("pydepth", "torch"):
+            xs = [r["value"] for r in rows]
+            ys = [r[fw]["median"] for r in rows]
+            if len(xs) >= 3 and kind == "depth":
+                a, b, worst = linear_fit(xs, ys)
+                lines.append(f"\n{fw}: least-squares fit time = {fmt_s(a)} + {fmt_s(b)} × depth, "
+                             f"worst relative residual {worst * 100:.1f}%")
+    lines.append("")
+    lines.append("Issue-7 targets (fwd_bwd, torch/pydepth median ratio):")
+    lines.append("")
+    for v in targets_status(results):
+        lines.append(f"- {v}")
+    return "\n".join(lines)
+
+
+def targets_status(results: Dict[str, Any]) -> List[str]:
+    """One line per issue-7 target: holds or missed, and by how much."""
+    out = []
+    for sh in results["shapes"]:
+        goal = TARGETS.get(sh["shape"])
+        if goal is None:
+            continue
+        for r in sh["rows"]:
+            if r["op"] != "fwd_bwd":
+                continue
+            ratio = r["torch"]["median"] / r["pydepth"]["median"]
+            verdict = "holds" if ratio >= goal else f"MISSED (needs {goal / ratio:.1f}× faster pydepth)"
+            out.append(f"{sh['shape']} threads={r['threads']}: need ≥ {goal:g}×, got {ratio:.2f}× — {verdict}")
+    depth = [r for r in results.get("series", []) if r["series"] == "depth"]
+    if len(depth) >= 3:
+        a, b, worst = linear_fit([r["value"] for r in depth], [r["pydepth"]["median"] for r in depth])
+        out.append(f"linear in depth: fit {fmt_s(a)} + {fmt_s(b)}·L, worst residual {worst * 100:.1f}% — "
+                   + ("holds" if worst < 0.15 else "MISSED (residual above 15%)"))
+    return out
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """Command-line options."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default=None, help="comma list of " + ",".join(SHAPES))
+    ap.add_argument("--threads", default="1,2", help="comma list of thread counts")
+    ap.add_argument("--repeat", type=int, default=None, help="repetitions per cell (default 9, quick 3)")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions; skip laptop; short series")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the depth and length series")
+    ap.add_argument("--no-check", action="store_true", help="skip the torch/pydepth agreement check")
+    ap.add_argument("--cell-budget", type=float, default=None,
+                    help="seconds one framework may spend on one cell before repeats are cut "
+                         "(default 20, quick 5)")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma list of " + ",".join(OPS))
+    ap.add_argument("--json", default=None, help="write all samples and metadata here")
+    ap.add_argument("--worker", choices=["pydepth", "torch"], help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the benchmark and prints the markdown report."""
+    args = parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker)
+    start = time.perf_counter()
+    repeat = args.repeat or (3 if args.quick else 9)
+    budget = args.cell_budget or (5.0 if args.quick else 20.0)
+    shapes = args.shapes.split(",") if args.shapes else [s for s in DEFAULT_SHAPES
+                                                         if not (args.quick and s == "laptop")]
+    threads = [int(t) for t in args.threads.split(",")]
+    ops = args.ops.split(",")
+    for s in shapes:
+        if s not in SHAPES:
+            raise SystemExit(f"unknown shape {s!r}; choose from {', '.join(SHAPES)}")
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    results: Dict[str, Any] = {"machine": machine_info(), "args": vars(args), "shapes": [], "series": []}
+    for fw in ("pydepth", "torch"):  # versions, from a throwaway worker (the parent stays small)
+        w = Worker(fw)
+        info = w.call(cmd="info")
+        w.close()
+        results[fw] = info["version"]
+        results[fw + "_file"] = info["file"]
+    if not args.no_check:
+        log("correctness check")
+        results["check"] = correctness_check()
+        if not all(c["ok"] for c in results["check"]):
+            log("torch and pydepth disagree: " + json.dumps(results["check"]))
+    for s in shapes:
+        log(f"shape {s}")
+        r = repeat if s != "laptop" else min(repeat, LAPTOP_MAX_REPEAT)
+        results["shapes"].append(run_shape(s, SHAPES[s], threads, ops, r, budget, log))
+    if not args.no_scaling:
+        depths = DEPTHS if not args.quick else [1, 4, 16, 64]
+        lengths = LENGTHS if not args.quick else [16, 64, 256]
+        log("depth series")
+        results["series"] += run_series("depth", depths, threads[0], repeat, budget, log)
+        log("length series")
+        results["series"] += run_series("length", lengths, threads[0], min(repeat, 5), budget, log)
+    results["machine"]["loadavg_end"] = os.getloadavg()
+    results["wall_seconds"] = time.perf_counter() - start
+    text = report(results)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
