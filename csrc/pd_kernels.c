@@ -1,45 +1,15 @@
-/* Reference-order loops; the fast paths must stay bit-identical to these. */
-#include <string.h>
+/* Reference-order product loops: the ground truth every fast path must match bit for bit,
+ * and the path for problems too small to be worth packing. */
 #include "pd_kernels.h"
+#include "kernels/pd_gemm.h"
 
-static int g_threads = 1;
-
-void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
-              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
+/* C[m,n] (+)= sum_k A(m,k) * B(k,n), A(m,k) = A[m*rsa + k*csa], B(k,n) = B[k*rsb + n*csb] */
+void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
+               const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
     for (size_t m = 0; m < M; m++)
         for (size_t n = 0; n < N; n++) {
             double s = 0.0;
-            for (size_t k = 0; k < K; k++) s = s + A[m * lda + k] * B[k * ldb + n];
+            for (size_t k = 0; k < K; k++) s = s + A[m * rsa + k * csa] * B[k * rsb + n * csb];
             C[m * ldc + n] = acc ? C[m * ldc + n] + s : s;
         }
-}
-
-void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
-              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    for (size_t m = 0; m < M; m++)
-        for (size_t n = 0; n < N; n++) {
-            double s = 0.0;
-            for (size_t k = 0; k < K; k++) s = s + A[m * lda + k] * B[n * ldb + k];
-            C[m * ldc + n] = acc ? C[m * ldc + n] + s : s;
-        }
-}
-
-void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
-              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    for (size_t m = 0; m < M; m++)
-        for (size_t n = 0; n < N; n++) {
-            double s = 0.0;
-            for (size_t k = 0; k < K; k++) s = s + A[k * lda + m] * B[k * ldb + n];
-            C[m * ldc + n] = acc ? C[m * ldc + n] + s : s;
-        }
-}
-
-void pd_set_num_threads(int n) { g_threads = n < 1 ? 1 : n; }
-int pd_get_num_threads(void) { return g_threads; }
-const char *pd_kernel_path(void) { return "baseline"; }
-int pd_force_kernel_path(const char *name) { return strcmp(name, "baseline") == 0; }
-
-void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
-    (void)grain;
-    if (n) fn(ctx, 0, n);
 }

@@ -1,0 +1,278 @@
+/* Blocked, packed, multi-threaded products. Each thread owns a disjoint block of C; inside
+ * it, every output's sum runs k = 0..K-1 in order: k-blocks hand the partial sum on through
+ * C itself (stored and reloaded exactly), and acc mode adds the original C once at the end,
+ * so the result is bit-identical to pd_mm_ref for any block size, path or thread count. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../pd_kernels.h"
+#include "pd_gemm.h"
+
+/* Below this many multiply-adds packing costs more than it saves. */
+#define PD_SMALL_MACS 4096u
+/* Below this many multiply-adds a second thread costs more (wake-up) than it saves. */
+#define PD_PARALLEL_MACS (1u << 20)
+#define PD_TILE_MAX (8 * 16)
+
+/* ---- per-thread scratch, reused across calls ---------------------------------------- */
+
+typedef struct {
+    double *buf;
+    size_t cap; /* doubles */
+} scratch;
+
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    scratch *s = p;
+    free(s->buf);
+    free(s);
+}
+static void scratch_init(void) { pthread_key_create(&g_scratch_key, scratch_free); }
+
+static double *scratch_get(size_t n) {
+    pthread_once(&g_scratch_once, scratch_init);
+    scratch *s = pthread_getspecific(g_scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        pthread_setspecific(g_scratch_key, s);
+    }
+    if (s->cap < n) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, n * sizeof(double)) != 0) return NULL;
+        free(s->buf);
+        s->buf = p;
+        s->cap = n;
+    }
+    return s->buf;
+}
+
+/* ---- path selection --------------------------------------------------------------- */
+
+static int path_supported(const pd_gemm_path *p) {
+    if (p == &pd_path_avx512) return __builtin_cpu_supports("avx512f");
+    if (p == &pd_path_avx2) return __builtin_cpu_supports("avx2");
+    return 1;
+}
+
+static const pd_gemm_path *const g_paths[] = {&pd_path_avx512, &pd_path_avx2, &pd_path_baseline};
+static _Atomic(const pd_gemm_path *) g_path;
+
+static const pd_gemm_path *path_by_name(const char *name) {
+    for (size_t i = 0; i < sizeof g_paths / sizeof g_paths[0]; i++)
+        if (name && strcmp(name, g_paths[i]->name) == 0) return g_paths[i];
+    return NULL;
+}
+
+static const pd_gemm_path *current_path(void) {
+    const pd_gemm_path *p = atomic_load_explicit(&g_path, memory_order_acquire);
+    if (p) return p;
+    __builtin_cpu_init();
+    /* PYDEPTH_KERNEL_PATH picks a path for benchmarking; otherwise the widest supported */
+    p = path_by_name(getenv("PYDEPTH_KERNEL_PATH"));
+    if (!p || !path_supported(p)) {
+        p = &pd_path_baseline;
+        for (size_t i = 0; i < sizeof g_paths / sizeof g_paths[0]; i++)
+            if (path_supported(g_paths[i])) { p = g_paths[i]; break; }
+    }
+    atomic_store_explicit(&g_path, p, memory_order_release);
+    return p;
+}
+
+const char *pd_kernel_path(void) { return current_path()->name; }
+
+int pd_force_kernel_path(const char *name) {
+    const pd_gemm_path *p = path_by_name(name);
+    __builtin_cpu_init();
+    if (!p || !path_supported(p)) return 0;
+    atomic_store_explicit(&g_path, p, memory_order_release);
+    return 1;
+}
+
+/* ---- packing: zero-padded tiles, so edge slivers only produce discarded outputs ------ */
+
+/* dst[s*kb*mr + k*mr + i] = A(i0+i, k) for sliver s starting at row i0 = s*mr */
+static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa, double *dst, int mr) {
+    for (size_t i0 = 0; i0 < mb; i0 += (size_t)mr) {
+        const size_t rows = mb - i0 < (size_t)mr ? mb - i0 : (size_t)mr;
+        const double *a = A + i0 * rsa;
+        if (rsa == 1) { /* transposed A: each k gives mr contiguous values */
+            for (size_t k = 0; k < kb; k++, dst += mr) {
+                size_t i = 0;
+                for (; i < rows; i++) dst[i] = a[k * csa + i];
+                for (; i < (size_t)mr; i++) dst[i] = 0.0;
+            }
+        } else {
+            for (size_t k = 0; k < kb; k++, dst += mr) {
+                size_t i = 0;
+                for (; i < rows; i++) dst[i] = a[i * rsa + k * csa];
+                for (; i < (size_t)mr; i++) dst[i] = 0.0;
+            }
+        }
+    }
+}
+
+/* dst[s*kb*nr + k*nr + j] = B(k, j0+j) for panel s starting at column j0 = s*nr */
+static void pack_b(size_t kb, size_t nb, const double *B, size_t rsb, size_t csb, double *dst, int nr) {
+    for (size_t j0 = 0; j0 < nb; j0 += (size_t)nr) {
+        const size_t cols = nb - j0 < (size_t)nr ? nb - j0 : (size_t)nr;
+        const double *b = B + j0 * csb;
+        if (csb == 1) {
+            for (size_t k = 0; k < kb; k++, dst += nr) {
+                size_t j = 0;
+                for (; j < cols; j++) dst[j] = b[k * rsb + j];
+                for (; j < (size_t)nr; j++) dst[j] = 0.0;
+            }
+        } else { /* transposed B: gather nr rows of the stored matrix in step */
+            for (size_t k = 0; k < kb; k++, dst += nr) {
+                size_t j = 0;
+                for (; j < cols; j++) dst[j] = b[j * csb + k * rsb];
+                for (; j < (size_t)nr; j++) dst[j] = 0.0;
+            }
+        }
+    }
+}
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* ---- one thread's block of C ------------------------------------------------------ */
+
+typedef struct {
+    const pd_gemm_path *p;
+    size_t M, K, N;
+    const double *A, *B;
+    size_t rsa, csa, rsb, csb;
+    double *C;
+    size_t ldc;
+    int acc;
+    int split_rows;  /* tasks split M (else N) */
+    size_t step;     /* rows or columns per task */
+} gemm_job;
+
+/* Edge tile: run the kernel on a padded copy, then write back only the valid part. */
+static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, const double *bp,
+                      double *c, size_t ldc, size_t mm, size_t nn, int load, const double *add,
+                      size_t ldadd) {
+    double tmp[PD_TILE_MAX] __attribute__((aligned(64)));
+    const size_t nr = (size_t)p->nr;
+    for (size_t i = 0; i < (size_t)p->mr * nr; i++) tmp[i] = 0.0;
+    if (load)
+        for (size_t i = 0; i < mm; i++)
+            for (size_t j = 0; j < nn; j++) tmp[i * nr + j] = c[i * ldc + j];
+    p->ukernel(kb, ap, bp, tmp, nr, load, NULL, 0);
+    for (size_t i = 0; i < mm; i++)
+        for (size_t j = 0; j < nn; j++)
+            c[i * ldc + j] = add ? add[i * ldadd + j] + tmp[i * nr + j] : tmp[i * nr + j];
+}
+
+static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A,
+                      size_t rsa, size_t csa, const double *B, size_t rsb, size_t csb, double *C,
+                      size_t ldc, int acc) {
+    const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
+    const size_t kc = p->kc, mc = p->mc, nc = p->nc;
+    const int multi = K > kc;
+    const size_t nc_eff = N < nc ? N : nc;
+    const size_t a_sz = round_up(mc < M ? mc : M, mr) * kc;
+    const size_t b_sz = round_up(nc_eff, nr) * kc;
+    /* acc with several k-blocks: C holds partial sums, so keep the addend aside */
+    const size_t s_sz = acc && multi ? M * nc_eff : 0;
+    double *buf = scratch_get(a_sz + b_sz + s_sz);
+    if (!buf) return 0;
+    double *bpack = buf, *apack = buf + b_sz, *save = apack + a_sz;
+    for (size_t jc = 0; jc < N; jc += nc) {
+        const size_t nb = N - jc < nc ? N - jc : nc;
+        if (s_sz)
+            for (size_t i = 0; i < M; i++) memcpy(save + i * nb, C + i * ldc + jc, nb * sizeof(double));
+        for (size_t pc = 0; pc < K; pc += kc) {
+            const size_t kb = K - pc < kc ? K - pc : kc;
+            const int load = pc > 0, last = pc + kb == K;
+            pack_b(kb, nb, B + pc * rsb + jc * csb, rsb, csb, bpack, p->nr);
+            for (size_t ic = 0; ic < M; ic += mc) {
+                const size_t mb = M - ic < mc ? M - ic : mc;
+                pack_a(mb, kb, A + ic * rsa + pc * csa, rsa, csa, apack, p->mr);
+                for (size_t jr = 0; jr < nb; jr += nr) {
+                    const size_t nn = nb - jr < nr ? nb - jr : nr;
+                    const double *bp = bpack + jr * kb;
+                    for (size_t ir = 0; ir < mb; ir += mr) {
+                        const size_t mm = mb - ir < mr ? mb - ir : mr;
+                        double *c = C + (ic + ir) * ldc + jc + jr;
+                        const double *add = NULL;
+                        size_t ldadd = ldc;
+                        if (last && acc) {
+                            add = s_sz ? save + (ic + ir) * nb + jr : c;
+                            ldadd = s_sz ? nb : ldc;
+                        }
+                        if (mm == mr && nn == nr)
+                            p->ukernel(kb, apack + ir * kb, bp, c, ldc, load, add, ldadd);
+                        else
+                            edge_tile(p, kb, apack + ir * kb, bp, c, ldc, mm, nn, load, add, ldadd);
+                    }
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+static void gemm_task(void *vctx, size_t begin, size_t end) {
+    gemm_job *j = vctx;
+    for (size_t t = begin; t < end; t++) {
+        const size_t lim = j->split_rows ? j->M : j->N;
+        const size_t lo = t * j->step, n = lim - lo < j->step ? lim - lo : j->step;
+        int ok;
+        if (j->split_rows)
+            ok = gemm_block(j->p, n, j->K, j->N, j->A + lo * j->rsa, j->rsa, j->csa, j->B, j->rsb,
+                            j->csb, j->C + lo * j->ldc, j->ldc, j->acc);
+        else
+            ok = gemm_block(j->p, j->M, j->K, n, j->A, j->rsa, j->csa, j->B + lo * j->csb, j->rsb,
+                            j->csb, j->C + lo, j->ldc, j->acc);
+        if (!ok) { /* out of memory for packing: the reference loops need none */
+            if (j->split_rows)
+                pd_mm_ref(n, j->K, j->N, j->A + lo * j->rsa, j->rsa, j->csa, j->B, j->rsb, j->csb,
+                          j->C + lo * j->ldc, j->ldc, j->acc);
+            else
+                pd_mm_ref(j->M, j->K, n, j->A, j->rsa, j->csa, j->B + lo * j->csb, j->rsb, j->csb,
+                          j->C + lo, j->ldc, j->acc);
+        }
+    }
+}
+
+static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
+                 const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
+    if (M == 0 || N == 0) return;
+    const double macs = (double)M * (double)N * (double)K;
+    if (K == 0 || macs < PD_SMALL_MACS) {
+        pd_mm_ref(M, K, N, A, rsa, csa, B, rsb, csb, C, ldc, acc);
+        return;
+    }
+    gemm_job j = {.p = current_path(), .M = M, .K = K, .N = N, .A = A, .B = B, .rsa = rsa,
+                  .csa = csa, .rsb = rsb, .csb = csb, .C = C, .ldc = ldc, .acc = acc};
+    size_t nt = (size_t)pd_get_num_threads();
+    if (pd_parallel_active() || macs < PD_PARALLEL_MACS) nt = 1;
+    /* split the longer side: each task packs all of the other operand */
+    j.split_rows = M >= N;
+    const size_t len = j.split_rows ? M : N, unit = (size_t)(j.split_rows ? j.p->mr : j.p->nr);
+    if (nt > len / unit) nt = len / unit ? len / unit : 1;
+    j.step = round_up((len + nt - 1) / nt, unit);
+    const size_t tasks = (len + j.step - 1) / j.step;
+    if (tasks <= 1) gemm_task(&j, 0, 1);
+    else pd_parallel_for(tasks, 1, gemm_task, &j);
+}
+
+void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
+              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
+    gemm(M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc);
+}
+
+void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
+              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
+    gemm(M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc);
+}
+
+void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
+              const double *B, size_t ldb, double *C, size_t ldc, int acc) {
+    gemm(M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc);
+}

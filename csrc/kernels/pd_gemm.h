@@ -1,0 +1,31 @@
+/* Internals shared by the blocked matmul driver and its per-ISA micro-kernels. */
+#ifndef PD_GEMM_H
+#define PD_GEMM_H
+#include <stddef.h>
+
+/* One MR x NR output tile over kc terms of packed operands: a[k*MR + i], b[k*NR + j].
+ * Each accumulator starts at +0.0 (load == 0) or at the partial sum already in c (load != 0),
+ * then adds a*b (separately rounded) for k ascending. On store: c = add + acc when add is
+ * given (the final C + s of acc mode), else c = acc. */
+typedef void (*pd_ukernel_fn)(size_t kc, const double *a, const double *b, double *c,
+                              size_t ldc, int load, const double *add, size_t ldadd);
+
+typedef struct {
+    const char *name;
+    int mr, nr;             /* register tile */
+    size_t kc, mc, nc;      /* cache blocks: kc terms, mc rows (multiple of mr), nc cols */
+    pd_ukernel_fn ukernel;
+} pd_gemm_path;
+
+extern const pd_gemm_path pd_path_baseline;
+extern const pd_gemm_path pd_path_avx2;
+extern const pd_gemm_path pd_path_avx512;
+
+/* Reference-order loops (csrc/pd_kernels.c): the small-problem path and the ground truth. */
+void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
+               const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc);
+
+/* Nonzero while the calling thread is running a pd_parallel_for task. */
+int pd_parallel_active(void);
+
+#endif

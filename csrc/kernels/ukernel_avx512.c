@@ -1,0 +1,43 @@
+/* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (-mavx512f; contraction is off,
+ * so no FMA is emitted even though the ISA has one). Only dispatched when the CPU has it. */
+#include <immintrin.h>
+#include "pd_gemm.h"
+
+#define MR 6
+#define NR 16
+
+#define ROW(i)                                                                  \
+    do {                                                                        \
+        const __m512d ai = _mm512_set1_pd(a[(i)]);                              \
+        c##i##0 = _mm512_add_pd(c##i##0, _mm512_mul_pd(ai, b0));                \
+        c##i##1 = _mm512_add_pd(c##i##1, _mm512_mul_pd(ai, b1));                \
+    } while (0)
+
+#define LOAD(i)                                                                 \
+    do {                                                                        \
+        c##i##0 = load ? _mm512_loadu_pd(c + (i) * ldc) : _mm512_setzero_pd();  \
+        c##i##1 = load ? _mm512_loadu_pd(c + (i) * ldc + 8) : _mm512_setzero_pd(); \
+    } while (0)
+
+#define STORE(i)                                                                              \
+    do {                                                                                      \
+        if (add) {                                                                            \
+            c##i##0 = _mm512_add_pd(_mm512_loadu_pd(add + (i) * ldadd), c##i##0);             \
+            c##i##1 = _mm512_add_pd(_mm512_loadu_pd(add + (i) * ldadd + 8), c##i##1);         \
+        }                                                                                     \
+        _mm512_storeu_pd(c + (i) * ldc, c##i##0);                                             \
+        _mm512_storeu_pd(c + (i) * ldc + 8, c##i##1);                                         \
+    } while (0)
+
+static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
+                           int load, const double *add, size_t ldadd) {
+    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
+    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
+        const __m512d b0 = _mm512_load_pd(b), b1 = _mm512_load_pd(b + 8);
+        ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);
+    }
+    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
+}
+
+const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512};
