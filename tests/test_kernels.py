@@ -1,0 +1,263 @@
+"""The C matmul kernels and thread pool: bit-identical to the sequential reference order for
+every shape, dispatch path and thread count; no FMA instruction in the built extension."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pydepth as pd
+from pydepth import _core
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+PATHS = ("baseline", "avx2", "avx512")
+REFERENCE = Path(__file__).parent / "reference" / "trace-public.json"
+
+
+def available_paths():
+    default = _core.kernel_path()
+    out = [p for p in PATHS if _core.force_kernel_path(p)]
+    _core.force_kernel_path(default)
+    return out
+
+
+AVAILABLE = available_paths()
+
+
+@pytest.fixture
+def kernel_state():
+    """Restores the dispatch path and thread count a test changes."""
+    path, threads = _core.kernel_path(), pd.get_num_threads()
+    yield
+    assert _core.force_kernel_path(path)
+    pd.set_num_threads(threads)
+
+
+def operands(kind, m, k, n, rng):
+    a = rng.standard_normal((k, m) if kind == "tn" else (m, k))
+    b = rng.standard_normal((n, k) if kind == "nt" else (k, n))
+    return a, b
+
+
+def reference(kind, a, b, c0, acc):
+    """s = 0.0; s = s + a[:, k] * b[k, :] for k ascending, then C + s: numpy's elementwise
+    float64 multiply and add are single rounded operations, so this is the exact order."""
+    lhs = a.T if kind == "tn" else a
+    rhs = b.T if kind == "nt" else b
+    s = np.zeros((lhs.shape[0], rhs.shape[1]))
+    for k in range(lhs.shape[1]):
+        s = s + lhs[:, k:k + 1] * rhs[k:k + 1, :]
+    return c0 + s if acc else s
+
+
+def bits(x):
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+
+
+def run(kind, a, b, c0, acc):
+    c = c0.copy()
+    _core.matmul(kind, a, b, c, acc)
+    return c
+
+
+RAGGED = [1, 2, 3, 17, 129, 513]
+SHAPES = [(1, 1, 1), (4, 4, 4), (3, 17, 2), (17, 129, 513), (129, 513, 17), (513, 3, 129),
+          (2, 513, 3), (129, 129, 129), (17, 300, 70), (7, 700, 9), (64, 600, 513)]
+
+
+@pytest.mark.parametrize("path", AVAILABLE)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
+def test_matmul_bit_exact(kernel_state, path, threads, kind):
+    assert _core.force_kernel_path(path)
+    pd.set_num_threads(threads)
+    rng = np.random.default_rng(hash((path, threads, kind)) % 2**32)
+    for m, k, n in SHAPES:
+        a, b = operands(kind, m, k, n, rng)
+        c0 = rng.standard_normal((m, n))
+        for acc in (False, True):
+            got = run(kind, a, b, c0, acc)
+            want = reference(kind, a, b, c0, acc)
+            assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
+
+
+@pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
+def test_matmul_special_values(kernel_state, kind):
+    """Signed zeros, cancellation to zero, huge and tiny magnitudes."""
+    rng = np.random.default_rng(5)
+    m, k, n = 33, 300, 41
+    for path in AVAILABLE:
+        assert _core.force_kernel_path(path)
+        for threads in (1, 2):
+            pd.set_num_threads(threads)
+            a, b = operands(kind, m, k, n, rng)
+            a[a > 1.0] = -0.0
+            b[b < -1.2] = 0.0
+            a.flat[::7] *= 1e300
+            b.flat[::5] *= 1e-300
+            c0 = np.where(rng.random((m, n)) < 0.5, -0.0, 0.0)
+            for acc in (False, True):
+                got = run(kind, a, b, c0, acc)
+                want = reference(kind, a, b, c0, acc)
+                assert np.array_equal(bits(got), bits(want)), (path, threads, acc)
+
+
+def test_matmul_empty_inner_dimension(kernel_state):
+    """K = 0: every sum is the initial +0.0 (acc mode: C + 0.0)."""
+    c0 = np.full((3, 4), -0.0)
+    for kind in ("nn", "nt", "tn"):
+        empty_a, empty_b = operands(kind, 3, 0, 4, np.random.default_rng(0))
+        try:
+            run(kind, empty_a, empty_b, c0, False)
+        except (IndexError, ValueError):
+            pytest.skip("the test binding cannot pass empty operands")
+        assert np.array_equal(bits(run(kind, empty_a, empty_b, c0, False)), bits(np.zeros((3, 4))))
+        assert np.array_equal(bits(run(kind, empty_a, empty_b, c0, True)), bits(c0 + 0.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(["nn", "nt", "tn"]), m=st.sampled_from(RAGGED),
+       k=st.sampled_from(RAGGED + [257, 1100]), n=st.sampled_from(RAGGED),
+       acc=st.booleans(), threads=st.sampled_from([1, 2, 3]),
+       path=st.sampled_from(AVAILABLE), seed=st.integers(0, 2**32 - 1))
+def test_matmul_random_shapes(kind, m, k, n, acc, threads, path, seed):
+    old_path, old_threads = _core.kernel_path(), pd.get_num_threads()
+    try:
+        assert _core.force_kernel_path(path)
+        pd.set_num_threads(threads)
+        rng = np.random.default_rng(seed)
+        a, b = operands(kind, m, k, n, rng)
+        c0 = rng.standard_normal((m, n))
+        assert np.array_equal(bits(run(kind, a, b, c0, acc)), bits(reference(kind, a, b, c0, acc)))
+    finally:
+        _core.force_kernel_path(old_path)
+        pd.set_num_threads(old_threads)
+
+
+def test_dispatch_names(kernel_state):
+    assert _core.kernel_path() in PATHS
+    assert "baseline" in AVAILABLE
+    assert not _core.force_kernel_path("no-such-path")
+    for p in PATHS:
+        ok = _core.force_kernel_path(p)
+        assert ok == (p in AVAILABLE)
+        if ok:
+            assert _core.kernel_path() == p
+
+
+def test_threads_from_python_threads(kernel_state):
+    """Several Python threads may drive the pool at once; each result is still exact."""
+    from concurrent.futures import ThreadPoolExecutor
+    pd.set_num_threads(2)
+    rng = np.random.default_rng(11)
+    jobs = []
+    for i in range(6):
+        kind = ("nn", "nt", "tn")[i % 3]
+        a, b = operands(kind, 130, 200, 140, rng)
+        jobs.append((kind, a, b, rng.standard_normal((130, 140)), bool(i % 2)))
+    wants = [reference(*j) for j in jobs]
+    with ThreadPoolExecutor(4) as ex:
+        gots = list(ex.map(lambda j: run(*j), jobs * 3))
+    for i, got in enumerate(gots):
+        assert np.array_equal(bits(got), bits(wants[i % len(jobs)]))
+
+
+# ---- the whole decoder under every thread count and path ------------------------------
+
+def _ref_bits(hexes):
+    return np.array([int(x, 16) for x in hexes], dtype=np.uint64)
+
+
+def _check_fixture(fx):
+    """Mismatch descriptions for one trace fixture (both parameter variants)."""
+    bad = []
+    cfg = pd.DecoderConfig.from_dict(fx["config"])
+    base = pd.DecoderModel(cfg, pd.SplitMix64(fx["seed"]))
+    factor = 1.0 / np.sqrt(float(cfg.layers)) if cfg.layers else 1.0
+    for variant in ("same_base_unscaled_control", "initialized"):
+        params = []
+        for p in base.parameters:
+            v = p.snapshot()
+            if variant == "initialized" and cfg.layers != 1 and (
+                    p.name.endswith("attention.output.weight") or p.name.endswith("ffn.down.weight")):
+                v = v * factor
+            params.append(pd.NamedParameter(p.name, v))
+        m = pd.DecoderModel.from_parameters(cfg, params)
+        tr = fx[variant]
+        B, T = fx["token_shape"]
+        toks = np.array(fx["tokens"]).reshape(B, T)
+        tgts = np.array(fx["targets"]).reshape(B, T)
+        fwd = m.forward(toks)
+        loss = fwd.loss(tgts)
+        for q in tr["forward"]:
+            v = loss.value if q["name"] == "loss" else fwd.named(q["name"]).value
+            if list(np.shape(v)) != q["shape"] or not np.array_equal(bits(v).reshape(-1), _ref_bits(q["bits"])):
+                bad.append((variant, "forward", q["name"]))
+        adjs = loss.backward_with_selected_adjoints(list(fwd.residual_sites))
+        for q, a in zip(tr["site_adjoints"], adjs):
+            if not np.array_equal(bits(a).reshape(-1), _ref_bits(q["bits"])):
+                bad.append((variant, "adjoint", q["name"]))
+        for p, q in zip(m.parameters, tr["parameter_gradients"]):
+            if p.name != q["name"] or not np.array_equal(bits(p.grad).reshape(-1), _ref_bits(q["bits"])):
+                bad.append((variant, "gradient", q["name"]))
+    return bad
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="reference trace missing")
+@pytest.mark.parametrize("path", AVAILABLE)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_decoder_trace_any_threads_and_path(kernel_state, path, threads):
+    assert _core.force_kernel_path(path)
+    pd.set_num_threads(threads)
+    data = json.loads(REFERENCE.read_text())
+    for fx in data["fixtures"]:
+        assert _check_fixture(fx) == [], fx["id"]
+
+
+def test_decoder_larger_shape_thread_invariant(kernel_state):
+    """A shape large enough for the blocked, threaded kernels: identical bits for any setting."""
+    cfg = pd.DecoderConfig(300, 48, 4, 72, 2, 80, kv_heads=2)
+    rng = np.random.default_rng(3)
+    toks = rng.integers(0, 300, size=(3, 80))
+    tgts = rng.integers(0, 300, size=(3, 80))
+    results = []
+    for path in AVAILABLE:
+        for threads in (1, 2, 3):
+            assert _core.force_kernel_path(path)
+            pd.set_num_threads(threads)
+            m = pd.DecoderModel(cfg, pd.SplitMix64(99))
+            fwd = m.forward(toks)
+            loss = fwd.loss(tgts)
+            loss.backward()
+            results.append([bits(fwd.logits.value).copy(), bits(loss.value).copy()]
+                           + [bits(p.grad).copy() for p in m.parameters])
+    for r in results[1:]:
+        for x, y in zip(results[0], r):
+            assert np.array_equal(x, y)
+
+
+# ---- no fused multiply-add anywhere in the extension ----------------------------------
+
+FMA = re.compile(r"\bv?f(n)?m(add|sub)(sub|add)?\d{3}[ps][sd]\b|\bvfn?m(add|sub)\w*")
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
+def test_no_fma_instructions():
+    so = _core.__file__
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", so], capture_output=True,
+                         text=True, check=True).stdout
+    assert "vmulpd" in out or "mulsd" in out  # sanity: we did disassemble code
+    hits = [line.strip() for line in out.splitlines() if FMA.search(line)]
+    assert hits == [], hits[:10]
+    # the AVX2 micro-kernel is in there and uses separate multiplies and adds
+    assert re.search(r"vmulpd\s+%ymm", out) and re.search(r"vaddpd\s+%ymm", out)
+    if os.environ.get("PYDEPTH_EXPECT_AVX512"):
+        assert re.search(r"vmulpd\s+%zmm", out)
