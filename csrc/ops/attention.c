@@ -57,10 +57,12 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
             }
             const double den = 1.0 + tail;
             for (size_t j = s0; j <= i; j++) p[j] = pd_canon(exp(p[j] - mx) / den);
-            for (size_t d = 0; d < D; d++) {
-                double s = 0.0;
-                for (size_t j = s0; j <= i; j++) s = s + p[j] * v[j * D + d];
-                o[i * D + d] = s;
+            /* j outer, d inner: each o[i,d] still sums over j ascending from +0.0 */
+            double *oi = o + i * D;
+            for (size_t d = 0; d < D; d++) oi[d] = 0.0;
+            for (size_t j = s0; j <= i; j++) {
+                const double pj = p[j], *vj = v + j * D;
+                for (size_t d = 0; d < D; d++) oi[d] = oi[d] + pj * vj[d];
             }
         }
     }
@@ -117,10 +119,11 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
                 double wsum = 0.0;
                 for (size_t j = s0; j <= i; j++) wsum = wsum + dsr[j] * p[j];
                 for (size_t j = s0; j <= i; j++) dsr[j] = pd_canon(p[j] * (dsr[j] - wsum)) * c->kappa;
-                for (size_t d = 0; d < D; d++) {
-                    double s = 0.0;
-                    for (size_t j = s0; j <= i; j++) s = s + dsr[j] * k[j * D + d];
-                    dq[i * D + d] = s;
+                double *dqi = dq + i * D;
+                for (size_t d = 0; d < D; d++) dqi[d] = 0.0;
+                for (size_t j = s0; j <= i; j++) { /* per d still j ascending from +0.0 */
+                    const double sj = dsr[j], *kj = k + j * D;
+                    for (size_t d = 0; d < D; d++) dqi[d] = dqi[d] + sj * kj[d];
                 }
             }
             for (size_t j = 0; j < T; j++) {
@@ -128,14 +131,15 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
                 for (size_t d = 0; d < D; d++) dk_h[j * D + d] = dv_h[j * D + d] = 0.0;
                 if (!a->valid[rho]) continue;
                 const size_t i_end = a->seg_end[rho];
-                for (size_t d = 0; d < D; d++) {
-                    double sk = 0.0, sv = 0.0;
-                    for (size_t i = j; i < i_end; i++) {
-                        sk = sk + q[i * D + d] * ds[i * T + j];
-                        sv = sv + pm[i * T + j] * dO[i * D + d];
+                /* i outer, d inner (rows of q and dO are contiguous); each sum keeps its order */
+                double *sk = dk_h + j * D, *sv = dv_h + j * D;
+                for (size_t i = j; i < i_end; i++) {
+                    const double dsij = ds[i * T + j], pij = pm[i * T + j];
+                    const double *qi = q + i * D, *oi = dO + i * D;
+                    for (size_t d = 0; d < D; d++) {
+                        sk[d] = sk[d] + qi[d] * dsij;
+                        sv[d] = sv[d] + pij * oi[d];
                     }
-                    dk_h[j * D + d] = sk;
-                    dv_h[j * D + d] = sv;
                 }
             }
             /* repeated key/value heads: contributions summed in query-head order */
