@@ -205,6 +205,12 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
                             add = s_sz ? save + (ic + ir) * nb + jr : c;
                             ldadd = s_sz ? nb : ldc;
                         }
+                        /* the next tile's C rows: partial sums there are read at kernel entry */
+                        if (ir + mr < mb)
+                            for (size_t i = 0; i < mr; i++) {
+                                __builtin_prefetch(c + (mr + i) * ldc, 1, 3);
+                                __builtin_prefetch(c + (mr + i) * ldc + nr - 1, 1, 3);
+                            }
                         if (mm == mr && nn == nr)
                             p->ukernel(kb, apack + ir * kb, bp, c, ldc, load, add, ldadd);
                         else
