@@ -98,7 +98,7 @@ def main(args: Any) -> int:
                                                      "kv_heads", "feed_forward_width", "max_positions")}
     cfg = plan_config(overrides)
     tokens = getattr(args, "tokens", None) or min(512, cfg.max_positions)
-    result = run_plan(cfg, tokens, seed=getattr(args, "seed", None) or 4701,
+    result = run_plan(cfg, tokens, seed=4701 if getattr(args, "seed", None) is None else args.seed,
                       control=bool(getattr(args, "control", False)))
     if getattr(args, "format", "table") == "json":
         doc = dict(result)

@@ -35,15 +35,19 @@ def test_gradients_match_central_differences(seed, heads, layers, B, T):
     for p, q in zip(model.parameters, probe.parameters):
         base = p.snapshot()
         for flat in rng.choice(p.size, size=min(3, p.size), replace=False):
-            h = 1e-5 * max(1.0, abs(base.flat[flat]))
-            vals = []
-            for sign in (1.0, -1.0):
-                v = base.copy()
-                v.flat[flat] += sign * h
-                q.assign(v)
-                vals.append(probe.loss(ids, tgt, record=False).item())
+
+            def central(h):
+                vals = []
+                for sign in (1.0, -1.0):
+                    v = base.copy()
+                    v.flat[flat] += sign * h
+                    q.assign(v)
+                    vals.append(probe.loss(ids, tgt, record=False).item())
+                return (vals[0] - vals[1]) / (2 * h)
+
+            h = 1e-4 * max(1.0, abs(base.flat[flat]))
+            fd = (4.0 * central(h / 2) - central(h)) / 3.0  # Richardson: O(h^4) truncation
             q.assign(base)
-            fd = (vals[0] - vals[1]) / (2 * h)
             g = p.grad.flat[flat]
             assert abs(fd - g) <= 1e-6 * max(abs(fd), abs(g)) + 1e-8, (p.name, flat, fd, g)
 
