@@ -208,13 +208,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from . import trace
             return int(trace.main(args) or 0)
         if args.command == "laptop":
-            try:
-                from . import laptop  # type: ignore[attr-defined]
-            except ModuleNotFoundError as err:
-                if err.name != "pydepth.laptop":
-                    raise
-                _error("the laptop command is not available in this installation (no pydepth.laptop)")
-                return 1
+            from . import laptop
             return int(laptop.main(args) or 0)
     except (PydepthError, ValueError, OSError) as err:
         _error(str(err))

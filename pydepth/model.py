@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import weakref
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -249,8 +250,13 @@ class ForwardRecord:
         self.valid = valid
         self.valid.setflags(write=False)
         self._batch_targets = targets
-        self._values: Dict[Tuple[int, int], GraphValue] = {}
-        self.blocks = tuple(BlockForward(self, b) for b in range(model.config.layers))
+        # weak: values point at the record, so a strong cache would keep graphs in a cycle
+        self._values: "weakref.WeakValueDictionary[Tuple[int, int], GraphValue]" = weakref.WeakValueDictionary()
+
+    @property
+    def blocks(self) -> Tuple[BlockForward, ...]:
+        """Per-block views of the recorded values."""
+        return tuple(BlockForward(self, b) for b in range(self.model.config.layers))
 
     # ---- values
     def _value(self, block: int, kind: int) -> GraphValue:
