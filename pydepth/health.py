@@ -56,7 +56,7 @@ def classify_ratio(x: float) -> RatioBand:
     return RatioBand.WITHIN
 
 
-def _sequential_sum(values: np.ndarray) -> float:
+def sequential_sum(values: np.ndarray) -> float:
     """Left-to-right sum starting at 0.0 (np.add.accumulate is strictly sequential, unlike the
     pairwise summation of np.sum)."""
     if values.size == 0:
@@ -98,11 +98,11 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
     nonzero = magnitudes[magnitudes != 0.0]
     smallest = float(nonzero.min())
     if smallest >= _SMALLEST_SAFE and largest <= math.sqrt(_DBL_MAX / n):
-        return math.sqrt(_sequential_sum(flat * flat) / float(n))
+        return math.sqrt(sequential_sum(flat * flat) / float(n))
     with np.errstate(under="ignore"):  # tiny scaled squares may round to zero harmlessly
         scaled = flat / largest
         squares = scaled * scaled
-    return largest * math.sqrt(_sequential_sum(squares) / float(n))
+    return largest * math.sqrt(sequential_sum(squares) / float(n))
 
 
 def site_label(site: int) -> str:

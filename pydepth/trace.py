@@ -12,6 +12,7 @@ import numpy as np
 from ._core import SplitMix64
 from .config import DecoderConfig
 from .errors import TokenError
+from .health import sequential_sum
 from .model import DecoderModel, NamedParameter
 
 FORMAT = "pydepth-reference-trace-v1"
@@ -32,10 +33,8 @@ def float_hex(x: float) -> str:
 
 def plain_rms(x: np.ndarray) -> float:
     """sqrt(sum(x*x)/n) with the sum taken sequentially in row-major order from +0.0."""
-    s = 0.0
-    for v in (np.asarray(x, dtype=np.float64).reshape(-1) ** 2).tolist():
-        s = s + v
-    return math.sqrt(s / float(np.asarray(x).size))
+    flat = np.asarray(x, dtype=np.float64).reshape(-1)
+    return math.sqrt(sequential_sum(flat * flat) / float(flat.size))
 
 
 def depth_factor(layers: int) -> float:
