@@ -1,7 +1,7 @@
 """Batch: occurrence-local packed rows of segments, with padding and validity."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 

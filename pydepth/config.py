@@ -2,24 +2,17 @@
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
+from ._checks import U64_MAX, as_u64
 from .errors import ConfigError
 
-_SIZE_MAX = 2**64 - 1
+_SIZE_MAX = U64_MAX
 
 
 def _count(name: str, value: Any, *, allow_zero: bool = False) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise ConfigError(f"{name} must be an integer, got {value!r}") from None
-    if v < 0 or v > _SIZE_MAX:
-        raise ConfigError(f"{name} must be in [0, 2**64), got {v}")
+    v = as_u64(name, value, ConfigError)
     if v == 0 and not allow_zero:
         raise ConfigError(f"{name} must be positive, got 0")
     return v

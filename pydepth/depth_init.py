@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Union
 import numpy as np
 
 from ._core import SplitMix64
+from ._checks import as_u64
 from .config import DecoderConfig
 from .errors import (AlreadyCompletedError, BudgetExceededError, DepthInitError,
                      DepthScaleError, InvalidBudgetError, InvalidFactorError,
@@ -47,15 +48,7 @@ def _bits_float(h: str) -> float:
 
 
 def _nonneg_int(name: str, value: Any, error: type) -> int:
-    if isinstance(value, bool):
-        raise error(f"{name} must be an integer, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise error(f"{name} must be an integer, got {value!r}") from None
-    if v < 0 or v >= _U64:
-        raise error(f"{name} must be in [0, 2**64), got {v}")
-    return v
+    return as_u64(name, value, error)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import weakref
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 

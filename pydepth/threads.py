@@ -1,23 +1,15 @@
 """Thread count of the C kernels: set_num_threads(n) or PYDEPTH_NUM_THREADS."""
 from __future__ import annotations
 
-import operator
 import os
 
 from . import _core
+from ._checks import as_u64
 
 
 def set_num_threads(n: int) -> None:
     """Use n >= 1 worker threads in the C kernels; results are bit-identical for every n."""
-    if isinstance(n, bool):
-        raise ValueError(f"thread count must be a positive integer, got {n!r}")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise ValueError(f"thread count must be a positive integer, got {n!r}") from None
-    if n < 1 or n > 1024:
-        raise ValueError(f"thread count must be in [1, 1024], got {n}")
-    _core.set_num_threads(n)
+    _core.set_num_threads(as_u64("thread count", n, ValueError, minimum=1, maximum=1024))
 
 
 def get_num_threads() -> int:

@@ -5,7 +5,7 @@ import json
 import math
 import struct
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 

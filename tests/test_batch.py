@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import pydepth
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64, TokenError
 
 V, P = 31, 6

@@ -4,7 +4,6 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-import pydepth
 from pydepth import ConfigError, DecoderConfig
 
 NARROW = dict(vocabulary_size=266, model_width=4, heads=1, feed_forward_width=4, max_positions=4)
