@@ -2,8 +2,8 @@
 import json
 import subprocess
 import sys
-import weakref
 import gc
+import weakref
 
 import numpy as np
 
@@ -21,9 +21,10 @@ def test_plan_is_the_chapters():
     assert PLAN["feed_forward_width"] == 1536
 
 
-def test_reduced_laptop_json_with_control():
+def test_reduced_laptop_json_with_control(tmp_path):
+    # cwd outside the source tree, so the installed package (with its C core) is imported
     out = subprocess.run([sys.executable, "-m", "pydepth", "laptop", *SMALL, "--control", "--format", "json"],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, cwd=tmp_path)
     doc = json.loads(out.stdout)
     cfg = plan_config({"vocabulary_size": 97, "model_width": 16, "layers": 3, "heads": 4, "kv_heads": 2,
                        "feed_forward_width": 24, "max_positions": 20})
@@ -43,9 +44,9 @@ def test_reduced_laptop_json_with_control():
     assert "progress" not in out.stdout and "forward" in out.stderr  # progress goes to stderr
 
 
-def test_reduced_laptop_table():
+def test_reduced_laptop_table(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pydepth", "laptop", *SMALL], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=tmp_path)
     assert "block.2.after_feed_forward" in out.stdout
     assert "peak resident memory" in out.stdout
 
