@@ -64,11 +64,14 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     size_t total = 0;
     for (size_t i = 0; i < np; i++) total += m->params[i]->size;
     double **adj = calloc(np, sizeof(double *));
+    uint8_t *touched = calloc(V, 1); /* embedding rows the gather contribution reaches */
     const size_t scratch = N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
-    double *arena = pd_zeros(total + scratch, e);
-    if (!adj || !arena) {
+    /* pooled and not zeroed: every buffer below is fully written before it is read */
+    double *arena = pd_buf_get(total + scratch, 0, e);
+    if (!adj || !arena || !touched) {
         free(adj);
-        free(arena);
+        free(touched);
+        pd_buf_put(arena);
         return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
     }
     double *p = arena;
@@ -197,8 +200,21 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     capture(&sel, -1, PD_N_EMBEDDING, A, N * W);
 
     /* embedding: tied-head part plus the pre-summed gather part */
+    /* dEg is only defined on touched rows; elsewhere it is +0.0 and (0.0 + h) + 0.0 == 0.0 + h */
+    for (size_t p = 0; p < N; p++)
+        if (g->valid[p] && !touched[g->ids[p]]) {
+            touched[g->ids[p]] = 1;
+            memset(dEg + (size_t)g->ids[p] * W, 0, W * sizeof(double));
+        }
     pd_embedding_backward(N, W, A, g->ids, g->valid, dEg);
-    for (size_t i = 0; i < V * W; i++) adj[0][i] = (0.0 + adj[0][i]) + dEg[i];
+    for (size_t v = 0; v < V; v++) {
+        double *hr = adj[0] + v * W;
+        const double *gr = dEg + v * W;
+        if (touched[v])
+            for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
+        else
+            for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
+    }
 
     /* commit only when every adjoint and every updated gradient is finite */
     for (size_t i = 0; i < np; i++) {
@@ -217,6 +233,7 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     }
 done:
     free(adj);
-    free(arena);
+    free(touched);
+    pd_buf_put(arena);
     return st;
 }

@@ -273,22 +273,25 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     g->sites = malloc(n_sites * sizeof(double *));
     g->n_blocks_stored = record ? L : (L ? 1 : 0);
     g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
-    /* x0, final norm (5 arrays), logits, q/k/v scratch */
-    g->arena = pd_zeros(N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width, e);
+    /* one pooled arena, every element written before it is read: x0, final norm (5 arrays),
+     * logits, q/k/v scratch, the block records, then (unrecorded) the residual sites */
+    const size_t global = N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width;
+    const size_t sites_sz = record ? 0 : n_sites * N * W;
+    size_t arena_sz;
+    if (!pd_mul_ok(g->n_blocks_stored, blk, &arena_sz) || !pd_add_ok(arena_sz, global, &arena_sz) ||
+        !pd_add_ok(arena_sz, sites_sz, &arena_sz)) {
+        pd_graph_free(g);
+        return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    }
+    g->arena = pd_buf_get(arena_sz, 0, e);
     if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
         !g->revisions || !g->sites || !g->blocks || !g->arena) {
         pd_graph_free(g);
         return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
     }
-    for (size_t i = 0; i < g->n_blocks_stored; i++) {
-        double *a = pd_zeros(blk, e);
-        if (!a) { pd_graph_free(g); return PD_ERR_ALLOC; }
-        block_bind(&g->blocks[i], a, m, B, T);
-    }
-    if (!record) {
-        g->site_arena = pd_zeros(n_sites * N * W, e);
-        if (!g->site_arena) { pd_graph_free(g); return PD_ERR_ALLOC; }
-    }
+    for (size_t i = 0; i < g->n_blocks_stored; i++)
+        block_bind(&g->blocks[i], g->arena + global + i * blk, m, B, T);
+    if (!record) g->site_arena = g->arena + global + g->n_blocks_stored * blk;
     double *p = g->arena;
     g->x0 = p; p += N * W;
     g->fo_m = p; p += N; g->fo_z = p; p += N; g->fo_r = p; p += N;
@@ -348,9 +351,9 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }
-    double *prob = pd_zeros(N * V, e), *nll = pd_zeros(N, e);
+    double *prob = pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e); /* prob: every row written */
     if (!prob || !nll) {
-        free(prob);
+        pd_buf_put(prob);
         free(nll);
         return PD_ERR_ALLOC;
     }
@@ -358,11 +361,11 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     size_t count;
     pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
-        free(prob);
+        pd_buf_put(prob);
         free(nll);
         return st;
     }
-    free(g->prob);
+    pd_buf_put(g->prob);
     free(g->nll);
     g->prob = prob;
     g->nll = nll;
@@ -373,11 +376,10 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
 }
 
 void pd_graph_free(pd_graph *g) {
-    for (size_t i = 0; g->blocks && i < g->n_blocks_stored; i++) free(g->blocks[i].arena);
-    free(g->blocks);
+    free(g->blocks); /* block records and sites live in g->arena */
     free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
-    free(g->seg_end); free(g->revisions); free(g->sites); free(g->site_arena);
-    free(g->arena); free(g->prob); free(g->nll);
+    free(g->seg_end); free(g->revisions); free(g->sites);
+    pd_buf_put(g->arena); pd_buf_put(g->prob); free(g->nll);
     memset(g, 0, sizeof *g);
 }
 

@@ -1,0 +1,89 @@
+/* Reusable large buffers. glibc serves big requests with fresh mmap pages, so every forward
+ * and backward paid a page fault (and a kernel page clear) per 4 KiB of its arenas; freed
+ * buffers are parked here and handed to the next request of a similar size instead. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pd_tensor.h"
+
+#define PD_BUF_SLOTS 8
+#define PD_BUF_MIN_BYTES (256u * 1024u) /* smaller buffers come cheaply from malloc */
+#define PD_BUF_HEADER 64                /* keeps the payload 64-byte aligned */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *g_slot[PD_BUF_SLOTS]; /* raw blocks; their capacity is in the header */
+static size_t g_cap[PD_BUF_SLOTS];
+static unsigned long g_age[PD_BUF_SLOTS], g_clock;
+
+static size_t *header(void *raw) { return raw; }
+
+double *pd_buf_get(size_t n, int zero, pd_error *e) {
+    size_t bytes;
+    if (!pd_mul_ok(n ? n : 1, sizeof(double), &bytes) || bytes > SIZE_MAX - PD_BUF_HEADER) {
+        pd_fail(e, PD_ERR_OVERFLOW, n, 0.0, -1, -1);
+        return NULL;
+    }
+    void *raw = NULL;
+    if (bytes >= PD_BUF_MIN_BYTES) {
+        pthread_mutex_lock(&g_mu);
+        int best = -1;
+        /* best fit that wastes at most a quarter of the parked block */
+        for (int i = 0; i < PD_BUF_SLOTS; i++)
+            if (g_slot[i] && g_cap[i] >= bytes && bytes >= g_cap[i] - g_cap[i] / 4 &&
+                (best < 0 || g_cap[i] < g_cap[best]))
+                best = i;
+        if (best >= 0) {
+            raw = g_slot[best];
+            g_slot[best] = NULL;
+        } else {
+            /* a miss means the working set changed: release the parked blocks before growing */
+            for (int i = 0; i < PD_BUF_SLOTS; i++) {
+                free(g_slot[i]);
+                g_slot[i] = NULL;
+            }
+        }
+        pthread_mutex_unlock(&g_mu);
+        if (raw && zero) memset((char *)raw + PD_BUF_HEADER, 0, bytes);
+    }
+    if (!raw) {
+        if (posix_memalign(&raw, 64, PD_BUF_HEADER + bytes) != 0) raw = NULL;
+        if (!raw) {
+            pd_fail(e, PD_ERR_ALLOC, n, 0.0, -1, -1);
+            return NULL;
+        }
+        header(raw)[0] = bytes;
+        if (zero) memset((char *)raw + PD_BUF_HEADER, 0, bytes);
+    }
+    return (double *)((char *)raw + PD_BUF_HEADER);
+}
+
+void pd_buf_put(double *p) {
+    if (!p) return;
+    void *raw = (char *)p - PD_BUF_HEADER;
+    const size_t cap = header(raw)[0];
+    if (cap < PD_BUF_MIN_BYTES) {
+        free(raw);
+        return;
+    }
+    pthread_mutex_lock(&g_mu);
+    int slot = 0;
+    for (int i = 0; i < PD_BUF_SLOTS; i++) {
+        if (!g_slot[i]) { slot = i; break; }
+        if (g_age[i] < g_age[slot]) slot = i; /* else evict the longest parked */
+    }
+    void *old = g_slot[slot];
+    g_slot[slot] = raw;
+    g_cap[slot] = cap;
+    g_age[slot] = ++g_clock;
+    pthread_mutex_unlock(&g_mu);
+    free(old);
+}
+
+void pd_buf_release_all(void) {
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < PD_BUF_SLOTS; i++) {
+        free(g_slot[i]);
+        g_slot[i] = NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
