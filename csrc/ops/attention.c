@@ -1,11 +1,17 @@
-/* Segment-causal scaled dot-product attention over head lanes. Every sum runs over the
- * allowed keys only; the reference's full-range sums differ only by +-0 terms, which never
- * change a sum that starts at +0.0. */
+/* Segment-causal scaled dot-product attention over head lanes. The score, mixing and gradient
+ * products run through the blocked kernels one block of RB rows (or key columns) at a time,
+ * over the key range the block can reach; entries outside a row's allowed keys are +0.0, so
+ * the full-range sums of the reference equal these (+-0 terms never change a sum that starts
+ * at +0.0), and every kept sum still runs in ascending order from +0.0. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "pd_ops.h"
 #include "../pd_kernels.h"
 #include "../pd_decoder.h"
+#include "../pd_tensor.h"
+
+#define RB 64 /* rows (or key columns) per product block */
 
 typedef struct {
     const pd_attn_geom *a;
@@ -17,6 +23,14 @@ typedef struct {
     double fail_value;
 } attn_ctx;
 
+/* First key any valid row of [i0, i1) of sequence b may attend to (i1 when none is valid). */
+static size_t block_first_key(const pd_attn_geom *a, size_t b, size_t i0, size_t i1) {
+    size_t lo = i1;
+    for (size_t i = i0; i < i1; i++)
+        if (a->valid[b * a->T + i] && a->seg_start[b * a->T + i] < lo) lo = a->seg_start[b * a->T + i];
+    return lo;
+}
+
 static void forward_lanes(void *vctx, size_t begin, size_t end) {
     attn_ctx *c = vctx;
     const pd_attn_geom *a = c->a;
@@ -26,44 +40,45 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
         const size_t kvl = b * a->KV + h / grp;
         const double *q = c->qr + lane * T * D, *k = c->kr + kvl * T * D, *v = c->vh + kvl * T * D;
         double *pm = c->pm_out + lane * T * T, *o = c->ho + lane * T * D;
-        for (size_t i = 0; i < T; i++) {
-            double *p = pm + i * T;
-            for (size_t j = 0; j < T; j++) p[j] = 0.0;
-            if (!a->valid[b * T + i]) {
-                for (size_t d = 0; d < D; d++) o[i * D + d] = 0.0;
-                continue;
-            }
-            const size_t s0 = a->seg_start[b * T + i];
-            double mx = -INFINITY;
-            for (size_t j = s0; j <= i; j++) {
-                double s = 0.0;
-                for (size_t d = 0; d < D; d++) s = s + q[i * D + d] * k[j * D + d];
-                double sc = s * c->kappa; /* multiply by 1/sqrt(D), not divide */
-                if (!isfinite(sc)) {
-                    c->failed = 1;
-                    c->fail_index = (lane * T + i) * T + j;
-                    c->fail_value = sc;
-                    return;
+        for (size_t i0 = 0; i0 < T; i0 += RB) {
+            const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
+            /* raw scores of the reachable keys, straight into the weight rows */
+            if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, q + i0 * D, D, k + jlo * D, D, pm + i0 * T + jlo, T, 0);
+            for (size_t i = i0; i < i1; i++) {
+                double *p = pm + i * T;
+                if (!a->valid[b * T + i]) {
+                    memset(p, 0, T * sizeof(double));
+                    continue;
                 }
-                p[j] = sc;
-                if (sc > mx) mx = sc;
+                const size_t s0 = a->seg_start[b * T + i];
+                double mx = -INFINITY;
+                for (size_t j = s0; j <= i; j++) {
+                    const double sc = p[j] * c->kappa; /* multiply by 1/sqrt(D), not divide */
+                    if (!isfinite(sc)) {
+                        c->failed = 1;
+                        c->fail_index = (lane * T + i) * T + j;
+                        c->fail_value = sc;
+                        return;
+                    }
+                    p[j] = sc;
+                    if (sc > mx) mx = sc;
+                }
+                double tail = 0.0;
+                int skipped = 0;
+                for (size_t j = s0; j <= i; j++) {
+                    const double ex = exp(p[j] - mx);
+                    if (p[j] - mx == 0.0 && !skipped) skipped = 1; /* first maximal entry is the literal 1 */
+                    else tail = tail + ex;
+                    p[j] = ex; /* the same exp(x - mx) the normalisation divides */
+                }
+                const double den = 1.0 + tail;
+                for (size_t j = s0; j <= i; j++) p[j] = pd_canon(p[j] / den);
+                memset(p, 0, s0 * sizeof(double));
+                memset(p + i + 1, 0, (T - i - 1) * sizeof(double));
             }
-            double tail = 0.0;
-            int skipped = 0;
-            for (size_t j = s0; j <= i; j++) {
-                double sh = p[j] - mx;
-                if (sh == 0.0 && !skipped) skipped = 1; /* first maximal entry is the literal 1 */
-                else tail = tail + exp(sh);
-            }
-            const double den = 1.0 + tail;
-            for (size_t j = s0; j <= i; j++) p[j] = pd_canon(exp(p[j] - mx) / den);
-            /* j outer, d inner: each o[i,d] still sums over j ascending from +0.0 */
-            double *oi = o + i * D;
-            for (size_t d = 0; d < D; d++) oi[d] = 0.0;
-            for (size_t j = s0; j <= i; j++) {
-                const double pj = p[j], *vj = v + j * D;
-                for (size_t d = 0; d < D; d++) oi[d] = oi[d] + pj * vj[d];
-            }
+            /* o[i,d] = sum over j ascending from +0.0 of p[j]*v[j,d]; masked p are +0.0 */
+            if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, pm + i0 * T + jlo, T, v + jlo * D, D, o + i0 * D, D, 0);
+            else memset(o + i0 * D, 0, (i1 - i0) * D * sizeof(double));
         }
     }
 }
@@ -87,12 +102,11 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
     attn_ctx *c = vctx;
     const pd_attn_geom *a = c->a;
     const size_t T = a->T, D = a->D, grp = a->H / a->KV;
-    double *ds = malloc((T * T + T * D * 2 + 1) * sizeof(double));
+    double *ds = pd_buf_get(T * T, 0, NULL); /* one lane's score gradients */
     if (!ds) {
         c->failed = 1;
         return;
     }
-    double *dk_h = ds + T * T, *dv_h = dk_h + T * D;
     for (size_t kvl = begin; kvl < end; kvl++) {
         const size_t b = kvl / a->KV, g = kvl % a->KV;
         const double *k = c->kr + kvl * T * D, *v = c->vh + kvl * T * D;
@@ -102,54 +116,38 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
             const double *q = c->qr + lane * T * D, *pm = c->pm + lane * T * T;
             const double *dO = c->dO + lane * T * D;
             double *dq = c->dql + lane * T * D;
-            for (size_t i = 0; i < T; i++) {
-                if (!a->valid[b * T + i]) {
-                    for (size_t d = 0; d < D; d++) dq[i * D + d] = 0.0;
-                    continue;
-                }
-                const size_t s0 = a->seg_start[b * T + i];
-                const double *p = pm + i * T;
-                double *dsr = ds + i * T;
-                /* dPm for the allowed keys, kept in dsr until the softmax VJP replaces it */
-                for (size_t j = s0; j <= i; j++) {
-                    double s = 0.0;
-                    for (size_t d = 0; d < D; d++) s = s + dO[i * D + d] * v[j * D + d];
-                    dsr[j] = s;
-                }
-                double wsum = 0.0;
-                for (size_t j = s0; j <= i; j++) wsum = wsum + dsr[j] * p[j];
-                for (size_t j = s0; j <= i; j++) dsr[j] = pd_canon(p[j] * (dsr[j] - wsum)) * c->kappa;
-                double *dqi = dq + i * D;
-                for (size_t d = 0; d < D; d++) dqi[d] = 0.0;
-                for (size_t j = s0; j <= i; j++) { /* per d still j ascending from +0.0 */
-                    const double sj = dsr[j], *kj = k + j * D;
-                    for (size_t d = 0; d < D; d++) dqi[d] = dqi[d] + sj * kj[d];
-                }
-            }
-            for (size_t j = 0; j < T; j++) {
-                const size_t rho = b * T + j;
-                for (size_t d = 0; d < D; d++) dk_h[j * D + d] = dv_h[j * D + d] = 0.0;
-                if (!a->valid[rho]) continue;
-                const size_t i_end = a->seg_end[rho];
-                /* i outer, d inner (rows of q and dO are contiguous); each sum keeps its order */
-                double *sk = dk_h + j * D, *sv = dv_h + j * D;
-                for (size_t i = j; i < i_end; i++) {
-                    const double dsij = ds[i * T + j], pij = pm[i * T + j];
-                    const double *qi = q + i * D, *oi = dO + i * D;
-                    for (size_t d = 0; d < D; d++) {
-                        sk[d] = sk[d] + qi[d] * dsij;
-                        sv[d] = sv[d] + pij * oi[d];
+            for (size_t i0 = 0; i0 < T; i0 += RB) {
+                const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
+                /* dPm for the reachable keys, kept in ds until the softmax VJP replaces it */
+                if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, dO + i0 * D, D, v + jlo * D, D, ds + i0 * T + jlo, T, 0);
+                for (size_t i = i0; i < i1; i++) {
+                    double *dsr = ds + i * T;
+                    if (!a->valid[b * T + i]) {
+                        memset(dsr, 0, T * sizeof(double));
+                        continue;
                     }
+                    const size_t s0 = a->seg_start[b * T + i];
+                    const double *p = pm + i * T;
+                    double wsum = 0.0;
+                    for (size_t j = s0; j <= i; j++) wsum = wsum + dsr[j] * p[j];
+                    for (size_t j = s0; j <= i; j++) dsr[j] = pd_canon(p[j] * (dsr[j] - wsum)) * c->kappa;
+                    memset(dsr, 0, s0 * sizeof(double));
+                    memset(dsr + i + 1, 0, (T - i - 1) * sizeof(double));
                 }
+                /* dq[i,d] = sum over keys ascending of ds[i,j]*k[j,d] */
+                if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, ds + i0 * T + jlo, T, k + jlo * D, D, dq + i0 * D, D, 0);
+                else memset(dq + i0 * D, 0, (i1 - i0) * D * sizeof(double));
             }
-            /* repeated key/value heads: contributions summed in query-head order */
-            for (size_t x = 0; x < T * D; x++) {
-                dk[x] = hh == 0 ? dk_h[x] : dk[x] + dk_h[x];
-                dv[x] = hh == 0 ? dv_h[x] : dv[x] + dv_h[x];
+            /* key block [j0, j1): queries before j0 never reach it (their terms are +0.0). dk and dv
+             * sum over queries ascending; repeated heads add their sums in query-head order. */
+            for (size_t j0 = 0; j0 < T; j0 += RB) {
+                const size_t j1 = T - j0 < RB ? T : j0 + RB;
+                pd_mm_tn(j1 - j0, T - j0, D, ds + j0 * T + j0, T, q + j0 * D, D, dk + j0 * D, D, hh > 0);
+                pd_mm_tn(j1 - j0, T - j0, D, pm + j0 * T + j0, T, dO + j0 * D, D, dv + j0 * D, D, hh > 0);
             }
         }
     }
-    free(ds);
+    pd_buf_put(ds);
 }
 
 pd_status pd_attention_backward(const pd_attn_geom *a, const double *qr, const double *kr,
