@@ -1,0 +1,69 @@
+"""Where pydepth's fwd_bwd time goes, for one benchmark shape.
+
+    python benchmarks/profile_decoder.py --shape small [--threads 1] [--steps 500] [--cprofile]
+    perf record -g -o /tmp/pd.perf python benchmarks/profile_decoder.py --shape medium --steps 5
+    perf report -i /tmp/pd.perf --no-children --stdio | grep -E '^ +[0-9]' | head -20
+
+Runs zero_grad + recorded forward + loss + backward `steps` times (after two warm-up
+steps) and prints the mean step time, split into the Python facade's share (cProfile
+tottime of Python functions) and the C core's share when --cprofile is given. Without
+--cprofile it only loops, which is what an external sampler (perf, py-spy) needs.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+from typing import Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_decoder import SHAPES, _tokens  # noqa: E402
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Loops the pydepth training step of one shape, optionally under cProfile."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", default="small", choices=sorted(SHAPES))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
+    args = ap.parse_args(argv)
+
+    import pydepth
+    pydepth.set_num_threads(args.threads)
+    s = SHAPES[args.shape]
+    cfg = pydepth.DecoderConfig(s["V"], s["W"], s["H"], s["F"], s["L"], s["P"], kv_heads=s["kv"])
+    model = pydepth.DecoderModel(cfg, pydepth.SplitMix64(s.get("seed", 1)))
+    x, y = _tokens(s)
+
+    def step() -> None:
+        model.zero_grad()
+        loss = model.forward(x).loss(y)
+        loss.backward()
+
+    for _ in range(2):
+        step()
+    t0 = time.perf_counter()
+    if args.cprofile:
+        prof = cProfile.Profile()
+        prof.enable()
+    for _ in range(args.steps):
+        step()
+    if args.cprofile:
+        prof.disable()
+    elapsed = time.perf_counter() - t0
+    print(f"{args.shape} threads={args.threads}: {elapsed / args.steps * 1e6:.1f} µs per fwd_bwd step "
+          f"({args.steps} steps{', under cProfile' if args.cprofile else ''})")
+    if args.cprofile:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
+        print(buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
