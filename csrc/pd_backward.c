@@ -132,12 +132,7 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
         wgrad(B, T, F, W, r->pr, A, G[PD_P_WD]);
         CHECK_FINITE(d_pr, N * F, blk, PD_N_PRODUCT);
         capture(&sel, blk, PD_N_PRODUCT, d_pr, N * F);
-        for (size_t i = 0; i < N * F; i++) {
-            d_gs[i] = d_pr[i] * r->up[i];
-            d_up[i] = d_pr[i] * r->gs[i];
-            const double sg = r->sg[i];
-            d_gl[i] = d_gs[i] * (sg * (1.0 + r->gl[i] * (1.0 - sg)));
-        }
+        pd_swiglu_backward(N * F, d_pr, r->up, r->gs, r->sg, r->gl, d_gs, d_up, d_gl);
         CHECK_FINITE(d_gl, N * F, blk, PD_N_GATE_LINEAR);
         CHECK_FINITE(d_up, N * F, blk, PD_N_UP);
         capture(&sel, blk, PD_N_GATE_SILU, d_gs, N * F);

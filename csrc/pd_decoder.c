@@ -182,7 +182,7 @@ static pd_status block_forward(const pd_model *m, const pd_graph *g, size_t b, c
     pd_merge_heads(B, T, c->heads, D, r->ho, r->mg);
     pd_mm_nn(N, W, W, r->mg, W, P[PD_P_WO]->value, W, r->ao, W, 0);
     CHECK_FINITE(r->ao, N * W, blk, PD_N_ATTN_OUTPUT);
-    for (size_t i = 0; i < N * W; i++) r->aa[i] = x[i] + r->ao[i];
+    pd_add_vec(N * W, x, r->ao, r->aa);
     CHECK_FINITE(r->aa, N * W, blk, PD_N_AFTER_ATTENTION);
     st = pd_rmsnorm_forward(N, W, r->aa, P[PD_P_FFN_GAIN]->value, c->rms_epsilon, g->valid,
                             r->fn_m, r->fn_z, r->fn_r, r->fn_n, r->fn, blk, PD_N_FFN_NORM_OUTPUT, e);
@@ -193,11 +193,11 @@ static pd_status block_forward(const pd_model *m, const pd_graph *g, size_t b, c
     CHECK_FINITE(r->gs, N * F, blk, PD_N_GATE_SILU);
     pd_mm_nn(N, W, F, r->fn, W, P[PD_P_WU]->value, F, r->up, F, 0);
     CHECK_FINITE(r->up, N * F, blk, PD_N_UP);
-    for (size_t i = 0; i < N * F; i++) r->pr[i] = r->gs[i] * r->up[i];
+    pd_mul_vec(N * F, r->gs, r->up, r->pr);
     CHECK_FINITE(r->pr, N * F, blk, PD_N_PRODUCT);
     pd_mm_nn(N, F, W, r->pr, F, P[PD_P_WD]->value, W, r->dn, W, 0);
     CHECK_FINITE(r->dn, N * W, blk, PD_N_FFN_OUTPUT);
-    for (size_t i = 0; i < N * W; i++) r->out[i] = r->aa[i] + r->dn[i];
+    pd_add_vec(N * W, r->aa, r->dn, r->out);
     CHECK_FINITE(r->out, N * W, blk, PD_N_BLOCK_OUTPUT);
     return PD_OK;
 }

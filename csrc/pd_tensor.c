@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "pd_tensor.h"
+#include "pd_kernels.h"
 
 double *pd_zeros(size_t n, pd_error *e) {
     size_t bytes;
@@ -13,8 +14,23 @@ double *pd_zeros(size_t n, pd_error *e) {
     return p;
 }
 
+typedef struct {
+    const double *x;
+    int bad;
+} finite_ctx;
+
+static void finite_task(void *vctx, size_t begin, size_t end) {
+    finite_ctx *c = vctx;
+    int ok = 1;
+    for (size_t i = begin; i < end; i++) ok &= isfinite(c->x[i]) != 0;
+    if (!ok) c->bad = 1;
+}
+
 int pd_all_finite(const double *x, size_t n, size_t *where) {
-    for (size_t i = 0; i < n; i++) {
+    finite_ctx c = {x, 0};
+    pd_parallel_for(n, 65536, finite_task, &c);
+    if (!c.bad) return 1;
+    for (size_t i = 0; i < n; i++) { /* the first offending index, as a serial scan finds it */
         if (!isfinite(x[i])) {
             if (where) *where = i;
             return 0;

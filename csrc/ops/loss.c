@@ -1,6 +1,61 @@
 #include <math.h>
+#include <stdlib.h>
 #include "pd_ops.h"
 #include "../pd_decoder.h"
+#include "../pd_kernels.h"
+
+typedef struct {
+    size_t V;
+    const double *logits;
+    const int64_t *tgt;
+    const uint8_t *valid;
+    double *prob, *per_target, *sm_term, dn;
+    uint8_t *bad; /* rows holding a non-finite logit */
+} nll_ctx;
+
+/* Rows are independent; the cross-row sums stay sequential in the caller. */
+static void nll_rows(void *vctx, size_t begin, size_t end) {
+    nll_ctx *c = vctx;
+    const size_t V = c->V;
+    const double dn = c->dn;
+    for (size_t g = begin; g < end; g++) {
+        const double *x = c->logits + g * V;
+        double *p = c->prob + g * V;
+        c->per_target[g] = 0.0;
+        c->sm_term[g] = 0.0;
+        c->bad[g] = 0;
+        if (c->valid && !c->valid[g]) {
+            for (size_t cl = 0; cl < V; cl++) p[cl] = 0.0;
+            continue;
+        }
+        double mx = -INFINITY;
+        int ok = 1;
+        for (size_t cl = 0; cl < V; cl++) {
+            ok &= isfinite(x[cl]) != 0;
+            if (x[cl] > mx) mx = x[cl];
+        }
+        if (!ok) {
+            c->bad[g] = 1;
+            continue;
+        }
+        double tail = 0.0;
+        int skipped = 0;
+        for (size_t cl = 0; cl < V; cl++) {
+            const double sh = x[cl] - mx, ex = exp(sh);
+            if (sh == 0.0 && !skipped) skipped = 1;
+            else tail = tail + ex;
+            p[cl] = ex; /* the same exp(x - mx) the probability divides */
+        }
+        const double lse = log1p(tail); /* log1p of the tail, not log(1 + tail) */
+        const double xt = x[c->tgt[g]];
+        const double gap = mx - xt;
+        c->per_target[g] = gap + lse;
+        const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
+        c->sm_term[g] = sg + lse / dn;
+        const double den = 1.0 + tail;
+        for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den);
+    }
+}
 
 pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
                          const uint8_t *valid, double *prob, double *per_target, double *loss,
@@ -9,36 +64,29 @@ pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t
     for (size_t g = 0; g < N; g++)
         if (!valid || valid[g]) n++;
     if (n == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, PD_N_LOSS);
-    const double dn = (double)n;
+    double *sm_term = malloc(N * sizeof(double));
+    uint8_t *bad = malloc(N);
+    if (!sm_term || !bad) {
+        free(sm_term);
+        free(bad);
+        return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, PD_N_LOSS);
+    }
+    nll_ctx c = {V, logits, tgt, valid, prob, per_target, sm_term, (double)n, bad};
+    pd_parallel_for(N, 1 + 16384 / (V ? V : 1), nll_rows, &c);
     double total = 0.0, sm = 0.0;
     int total_ok = 1;
     for (size_t g = 0; g < N; g++) {
-        const double *x = logits + g * V;
-        double *p = prob + g * V;
-        per_target[g] = 0.0;
-        if (valid && !valid[g]) {
-            for (size_t c = 0; c < V; c++) p[c] = 0.0;
-            continue;
+        if (valid && !valid[g]) continue;
+        if (bad[g]) { /* the first non-finite logit in row order */
+            size_t cl = 0;
+            while (isfinite(logits[g * V + cl])) cl++;
+            const double v = logits[g * V + cl];
+            free(sm_term);
+            free(bad);
+            return pd_fail(e, PD_ERR_NONFINITE, g * V + cl, v, -1, PD_N_LOGITS);
         }
-        double mx = -INFINITY;
-        for (size_t c = 0; c < V; c++) {
-            if (!isfinite(x[c])) return pd_fail(e, PD_ERR_NONFINITE, g * V + c, x[c], -1, PD_N_LOGITS);
-            if (x[c] > mx) mx = x[c];
-        }
-        double tail = 0.0;
-        int skipped = 0;
-        for (size_t c = 0; c < V; c++) {
-            double sh = x[c] - mx;
-            if (sh == 0.0 && !skipped) skipped = 1;
-            else tail = tail + exp(sh);
-        }
-        const double lse = log1p(tail); /* log1p of the tail, not log(1 + tail) */
-        const double xt = x[tgt[g]];
-        const double gap = mx - xt;
-        const double lg = gap + lse;
-        per_target[g] = lg;
-        const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
-        sm = sm + (sg + lse / dn);
+        const double lg = per_target[g];
+        sm = sm + sm_term[g];
         if (total_ok) {
             if (!isfinite(lg)) total_ok = 0;
             else {
@@ -46,31 +94,42 @@ pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t
                 if (!isfinite(total)) total_ok = 0;
             }
         }
-        const double den = 1.0 + tail;
-        for (size_t c = 0; c < V; c++) p[c] = pd_canon(exp(x[c] - mx) / den);
     }
-    double out = total_ok ? pd_canon(total / dn) : pd_canon(sm);
+    free(sm_term);
+    free(bad);
+    double out = total_ok ? pd_canon(total / (double)n) : pd_canon(sm);
     if (!isfinite(out)) return pd_fail(e, PD_ERR_NONFINITE, 0, out, -1, PD_N_LOSS);
     *loss = out;
     *count = n;
     return PD_OK;
 }
 
-void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
-                     const uint8_t *valid, size_t count, double *dlog) {
-    const double scale = 1.0 / (double)count; /* the gradient multiplies by 1/N */
-    for (size_t g = 0; g < N; g++) {
-        double *d = dlog + g * V;
-        const double *p = prob + g * V;
-        if (valid && !valid[g]) {
-            for (size_t c = 0; c < V; c++) d[c] = 0.0;
+typedef struct {
+    size_t V;
+    const double *prob;
+    const int64_t *tgt;
+    const uint8_t *valid;
+    double scale, *dlog;
+} nll_back_ctx;
+
+static void nll_back_rows(void *vctx, size_t begin, size_t end) {
+    nll_back_ctx *c = vctx;
+    const size_t V = c->V;
+    for (size_t g = begin; g < end; g++) {
+        double *d = c->dlog + g * V;
+        const double *p = c->prob + g * V;
+        if (c->valid && !c->valid[g]) {
+            for (size_t cl = 0; cl < V; cl++) d[cl] = 0.0;
             continue;
         }
-        const size_t t = (size_t)tgt[g];
-        for (size_t c = 0; c < V; c++) {
-            double v = p[c];
-            if (c == t) v = v - 1.0;
-            d[c] = pd_canon(v * scale);
-        }
+        for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * c->scale);
+        const size_t t = (size_t)c->tgt[g]; /* the subtraction happens only at the target */
+        d[t] = pd_canon((p[t] - 1.0) * c->scale);
     }
+}
+
+void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
+                     const uint8_t *valid, size_t count, double *dlog) {
+    nll_back_ctx c = {V, prob, tgt, valid, 1.0 / (double)count, dlog}; /* multiplies by 1/N */
+    pd_parallel_for(N, 1 + 16384 / (V ? V : 1), nll_back_rows, &c);
 }

@@ -1,11 +1,13 @@
 #include <math.h>
 #include "pd_ops.h"
+#include "../pd_kernels.h"
 
-pd_status pd_rmsnorm_forward(size_t R, size_t W, const double *x, const double *g, double eps,
-                             const uint8_t *valid, double *m, double *z, double *r, double *n,
-                             double *o, int block, int node, pd_error *e) {
+/* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
+static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const double *g,
+                          double eps, const uint8_t *valid, double *m, double *z, double *r,
+                          double *n, double *o, int block, int node, pd_error *e) {
     const double dw = (double)W;
-    for (size_t row = 0; row < R; row++) {
+    for (size_t row = r0; row < r1; row++) {
         const double *xr = x + row * W;
         double *nr = n + row * W, *orow = o + row * W;
         if (valid && !valid[row]) {
@@ -38,46 +40,95 @@ pd_status pd_rmsnorm_forward(size_t R, size_t W, const double *x, const double *
     return PD_OK;
 }
 
-void pd_rmsnorm_backward(size_t R, size_t W, const double *u, const double *x, const double *g,
-                         const double *z, const double *r, const double *n, const uint8_t *valid,
-                         const double *res, double *out, double *dg,
-                         double *cap_n, double *cap_r, double *cap_m) {
+typedef struct {
+    size_t R, W;
+    const double *x, *g, *u, *z, *r, *n, *res;
+    double eps;
+    const uint8_t *valid;
+    double *m, *zo, *ro, *no, *o, *out, *dg, *cap_n, *cap_r, *cap_m;
+    int failed;
+} rms_ctx;
+
+static void rms_fwd_task(void *vctx, size_t begin, size_t end) {
+    rms_ctx *c = vctx;
+    if (rms_rows(begin, end, c->W, c->x, c->g, c->eps, c->valid, c->m, c->zo, c->ro, c->no, c->o,
+                 -1, -1, NULL) != PD_OK)
+        c->failed = 1;
+}
+
+static size_t row_grain(size_t W) { return 1 + 8192 / (W ? W : 1); }
+
+pd_status pd_rmsnorm_forward(size_t R, size_t W, const double *x, const double *g, double eps,
+                             const uint8_t *valid, double *m, double *z, double *r, double *n,
+                             double *o, int block, int node, pd_error *e) {
+    rms_ctx c = {.W = W, .x = x, .g = g, .eps = eps, .valid = valid, .m = m, .zo = z, .ro = r,
+                 .no = n, .o = o};
+    pd_parallel_for(R, row_grain(W), rms_fwd_task, &c);
+    /* rows are independent: a failure is reported exactly as the serial pass reports it */
+    if (c.failed) return rms_rows(0, R, W, x, g, eps, valid, m, z, r, n, o, block, node, e);
+    return PD_OK;
+}
+
+static void rms_back_rows(void *vctx, size_t begin, size_t end) {
+    rms_ctx *c = vctx;
+    const size_t W = c->W;
     const double dw = (double)W;
-    for (size_t w = 0; w < W; w++) dg[w] = 0.0;
-    for (size_t row = 0; row < R; row++) {
-        const double *ur = u + row * W, *xr = x + row * W, *nr = n + row * W;
-        double *outr = out + row * W;
-        if (valid && !valid[row]) {
+    for (size_t row = begin; row < end; row++) {
+        const double *ur = c->u + row * W, *xr = c->x + row * W;
+        const double *res = c->res ? c->res + row * W : NULL;
+        double *outr = c->out + row * W;
+        if (c->valid && !c->valid[row]) {
             for (size_t w = 0; w < W; w++) {
-                outr[w] = res ? 0.0 + res[row * W + w] : 0.0;
-                if (cap_n) cap_n[row * W + w] = 0.0;
+                outr[w] = res ? 0.0 + res[w] : 0.0;
+                if (c->cap_n) c->cap_n[row * W + w] = 0.0;
             }
-            if (cap_r) cap_r[row] = 0.0;
-            if (cap_m) cap_m[row] = 0.0;
+            if (c->cap_r) c->cap_r[row] = 0.0;
+            if (c->cap_m) c->cap_m[row] = 0.0;
             continue;
         }
-        /* gain: one flat sum over all rows, in row order */
-        for (size_t w = 0; w < W; w++) dg[w] = dg[w] + ur[w] * nr[w];
         double q = 0.0;
-        for (size_t w = 0; w < W; w++) q = q + (ur[w] * g[w]) * xr[w];
-        const double rr = r[row];
+        for (size_t w = 0; w < W; w++) q = q + (ur[w] * c->g[w]) * xr[w];
+        const double rr = c->r[row];
         double u_y = q * rr;
         double u_lg = u_y * -0.5;
-        double u_z = u_lg / z[row];
+        double u_z = u_lg / c->z[row];
         double u_s = u_z / dw;
-        if (cap_r) cap_r[row] = 0.0 + q;
-        if (cap_m) cap_m[row] = 0.0 + u_z;
+        if (c->cap_r) c->cap_r[row] = 0.0 + q;
+        if (c->cap_m) c->cap_m[row] = 0.0 + u_z;
         for (size_t w = 0; w < W; w++) {
-            double u_n = ur[w] * g[w];
+            double u_n = ur[w] * c->g[w];
             double c_n = u_n * rr;
             double c_s = u_s * xr[w];
             double acc = 0.0;
-            if (res) acc = acc + res[row * W + w];
+            if (res) acc = acc + res[w];
             acc = acc + c_n;
             acc = acc + c_s;
             acc = acc + c_s; /* MUL(x, x): two separate contributions */
             outr[w] = acc;
-            if (cap_n) cap_n[row * W + w] = 0.0 + u_n;
+            if (c->cap_n) c->cap_n[row * W + w] = 0.0 + u_n;
         }
     }
+}
+
+/* gain: one flat sum over all rows in row order, per column (columns are independent) */
+static void rms_back_gain(void *vctx, size_t begin, size_t end) {
+    rms_ctx *c = vctx;
+    const size_t W = c->W, R = c->R;
+    for (size_t w = begin; w < end; w++) c->dg[w] = 0.0;
+    for (size_t row = 0; row < R; row++) {
+        if (c->valid && !c->valid[row]) continue;
+        const double *ur = c->u + row * W, *nr = c->n + row * W;
+        for (size_t w = begin; w < end; w++) c->dg[w] = c->dg[w] + ur[w] * nr[w];
+    }
+}
+
+void pd_rmsnorm_backward(size_t R, size_t W, const double *u, const double *x, const double *g,
+                         const double *z, const double *r, const double *n, const uint8_t *valid,
+                         const double *res, double *out, double *dg,
+                         double *cap_n, double *cap_r, double *cap_m) {
+    rms_ctx c = {.R = R, .W = W, .x = x, .g = g, .u = u, .z = z, .r = r, .n = n, .res = res,
+                 .valid = valid, .out = out, .dg = dg, .cap_n = cap_n, .cap_r = cap_r,
+                 .cap_m = cap_m};
+    pd_parallel_for(R, row_grain(W), rms_back_rows, &c);
+    pd_parallel_for(W, 1 + 8192 / (R ? R : 1) + 7, rms_back_gain, &c);
 }
