@@ -35,6 +35,45 @@ static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const
         pd_mm_tn(I, T, O, X + b * T * I, I, U + b * T * O, O, dW, O, b > 0);
 }
 
+typedef struct {
+    double *grad;
+    const double *adj;
+    int bad;
+} grad_ctx;
+
+static void grad_check_task(void *vctx, size_t begin, size_t end) {
+    grad_ctx *c = vctx;
+    int ok = 1;
+    for (size_t x = begin; x < end; x++) ok &= isfinite(c->adj[x]) && isfinite(c->grad[x] + c->adj[x]);
+    if (!ok) c->bad = 1;
+}
+
+static void grad_commit_task(void *vctx, size_t begin, size_t end) {
+    grad_ctx *c = vctx;
+    for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+}
+
+typedef struct {
+    size_t W;
+    double *head;
+    const double *gather;
+    const uint8_t *touched;
+} emb_ctx;
+
+/* grad[E] = (0.0 + dE_head) + dE_gather, rows independent */
+static void emb_sum_task(void *vctx, size_t begin, size_t end) {
+    emb_ctx *c = vctx;
+    const size_t W = c->W;
+    for (size_t v = begin; v < end; v++) {
+        double *hr = c->head + v * W;
+        const double *gr = c->gather + v * W;
+        if (c->touched[v])
+            for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
+        else
+            for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
+    }
+}
+
 #define CHECK_FINITE(buf, n, blk, kind)                                                 \
     do {                                                                                \
         size_t where_;                                                                  \
@@ -202,19 +241,18 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
             memset(dEg + (size_t)g->ids[p] * W, 0, W * sizeof(double));
         }
     pd_embedding_backward(N, W, A, g->ids, g->valid, dEg);
-    for (size_t v = 0; v < V; v++) {
-        double *hr = adj[0] + v * W;
-        const double *gr = dEg + v * W;
-        if (touched[v])
-            for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
-        else
-            for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
+    {
+        emb_ctx ec = {W, adj[0], dEg, touched};
+        pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
     }
 
     /* commit only when every adjoint and every updated gradient is finite */
     for (size_t i = 0; i < np; i++) {
         const pd_param *q = m->params[i];
-        for (size_t x = 0; x < q->size; x++) {
+        grad_ctx gc = {q->grad, adj[i], 0};
+        pd_parallel_for(q->size, 32768, grad_check_task, &gc);
+        if (!gc.bad) continue;
+        for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
             const double nv = q->grad[x] + adj[i][x];
             if (!isfinite(adj[i][x]) || !isfinite(nv)) {
                 st = pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
@@ -223,8 +261,8 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
         }
     }
     for (size_t i = 0; i < np; i++) {
-        pd_param *q = m->params[i];
-        for (size_t x = 0; x < q->size; x++) q->grad[x] = q->grad[x] + adj[i][x];
+        grad_ctx gc = {m->params[i]->grad, adj[i], 0};
+        pd_parallel_for(m->params[i]->size, 32768, grad_commit_task, &gc);
     }
 done:
     free(adj);
