@@ -18,7 +18,8 @@ Timed operations (one "step"; the median over repetitions is reported):
   fwd_nograd  forward + mean loss + .item() without recording (no_grad in both)
   fwd_record  forward + mean loss + .item() recording the graph, graph dropped
   fwd_bwd     zero_grad + recorded forward + loss + backward + .item()
-Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition)
+Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
+50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
 second also serves as its own warm-up; shorter ones get an untimed warm-up run.
 
@@ -64,6 +65,7 @@ LAPTOP_MAX_REPEAT = 3
 DEPTHS = [1, 2, 4, 8, 16, 32, 64]
 LENGTHS = [16, 32, 64, 128, 256, 512, 1024]
 LOOP_TARGET_SECONDS = 0.02
+SERIES_LOOP_TARGET = 0.05  # longer loops: the depth series resolves ~10 µs per block
 LAPTOP_OPS = ["construct", "fwd_nograd", "fwd_bwd"]
 GC_NOTE = ("Both workers run gc.collect() (untimed) before every sample. pydepth's ForwardRecord "
            "and its GraphValues form a reference cycle, so a recorded graph is freed only by the "
@@ -283,7 +285,7 @@ class Worker:
 
 
 def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget: float,
-                        min_repeat: int = 1) -> Dict[str, Dict[str, Any]]:
+                        min_repeat: int = 1, loop_target: float = LOOP_TARGET_SECONDS) -> Dict[str, Dict[str, Any]]:
     """Times `op` in every worker, alternating who goes first, with per-framework repeats
     capped so that one framework spends about `budget` seconds on the cell (but at least
     min(min_repeat, repeat) samples)."""
@@ -294,7 +296,7 @@ def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget:
     samples: Dict[str, List[float]] = {w.framework: [] for w in workers}
     for w in workers:
         t = max(first[w.framework]["seconds"], 1e-7)
-        number = max(1, int(LOOP_TARGET_SECONDS / t)) if t < LOOP_TARGET_SECONDS else 1
+        number = max(1, int(loop_target / t)) if t < loop_target else 1
         reps = max(1, min(repeat, max(min_repeat, int(budget / (t * number)))))
         if t >= 1.0:  # a long run is its own warm-up: keep it
             samples[w.framework].append(first[w.framework]["seconds"])
@@ -313,7 +315,8 @@ def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget:
     return {w.framework: {"samples": samples[w.framework], "number": plan[w.framework][0],
                           "median": statistics.median(samples[w.framework]),
                           "min": min(samples[w.framework]), "max": max(samples[w.framework]),
-                          "value": first[w.framework]["value"]} for w in workers}
+                          "value": first[w.framework]["value"],
+                          "first_call": first[w.framework]["seconds"]} for w in workers}
 
 
 def run_shape(name: str, spec: Dict[str, Any], threads: Sequence[int], ops: Sequence[str],
@@ -371,7 +374,7 @@ def run_series(kind: str, values: Sequence[int], threads: int, repeat: int, budg
                 spec = dict(SHAPES["medium"], T=v, P=v)
             for w in workers:
                 w.call(cmd="load", spec=spec)
-            res = measure_interleaved(workers, "fwd_bwd", repeat, budget)
+            res = measure_interleaved(workers, "fwd_bwd", repeat, budget, loop_target=SERIES_LOOP_TARGET)
             out.append({"series": kind, "value": v, "threads": threads, **res})
             log(f"  {kind}={v:5d} pydepth {fmt_s(res['pydepth']['median'])} torch {fmt_s(res['torch']['median'])}")
     except WorkerError as exc:
@@ -524,6 +527,17 @@ def report(results: Dict[str, Any]) -> str:
                     a, b, worst, r2 = linear_fit(xs, [r[fw][stat] for r in rows])
                     lines.append(f"\n{fw} ({stat}s): least-squares fit time = {fmt_s(a)} + {fmt_s(b)} × depth, "
                                  f"R² = {r2:.4f}, worst relative residual {worst * 100:.1f}%")
+    for sh in results["shapes"]:
+        if sh["shape"] != "issue3":
+            continue
+        for r in sh["rows"]:
+            if r["op"] == "fwd_bwd":
+                lines.append("")
+                lines.append(f"Issue-3 record, threads={r['threads']}: one forward+backward of the narrow 8-block "
+                             f"fixture (seed 4701, tokens [0,99,100,101]) takes {fmt_s(r['pydepth']['median'])} "
+                             f"(median; min {fmt_s(r['pydepth']['min'])}; the very first call after "
+                             f"construction {fmt_s(r['pydepth']['first_call'])}), torch eager "
+                             f"{fmt_s(r['torch']['median'])}.")
     lines.append("")
     lines.append("Issue-7 targets (fwd_bwd, torch/pydepth median ratio):")
     lines.append("")
