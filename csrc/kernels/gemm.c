@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200112L /* posix_memalign under strict -std=c11 */
 /* Blocked, packed, multi-threaded products. Each thread owns a disjoint block of C; inside
  * it, every output's sum runs k = 0..K-1 in order: k-blocks hand the partial sum on through
  * C itself (stored and reloaded exactly), and acc mode adds the original C once at the end,

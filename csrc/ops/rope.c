@@ -77,10 +77,10 @@ static void head_rows(void *vctx, size_t begin, size_t end) {
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
     rows_ctx c = {B, Hn, T, D, NULL, NULL, NULL, x, heads, 0, 0};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D ? Hn * D : 1), head_rows, &c);
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), head_rows, &c);
 }
 
 void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
     rows_ctx c = {B, Hn, T, D, NULL, NULL, NULL, heads, x, 0, 1};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D ? Hn * D : 1), head_rows, &c);
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), head_rows, &c);
 }
