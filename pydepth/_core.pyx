@@ -267,6 +267,12 @@ cdef class _Model:
             pd_model_free(&self.m)
         free(self.ptrs)
 
+    def zero_grads(self):
+        """Every parameter gradient to +0.0, in one C loop."""
+        cdef size_t i
+        for i in range(len(self.params)):
+            memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
+
 
 cdef class _Graph:
     """One recorded forward (and optional loss) over a _Model; freed with its last reference."""

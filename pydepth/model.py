@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core, _nodes
 from ._core import SplitMix64
-from ._translate import raise_core
+from ._translate import TARGET as TARGET_STATUS, TOKEN as TOKEN_STATUS, raise_core
 from .config import DecoderConfig
 from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
                      ParameterNameError, PydepthError, TokenError)
@@ -171,6 +171,12 @@ class GraphValue:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
         rec._check_alive()
+        if not selected:
+            try:
+                rec._graph.backward([], [])
+            except _core.CoreError as err:
+                raise_core(err, param_names=[p.name for p in rec.model.parameters])
+            return []
         wanted, buffers, where = [], [], []
         results: List[Optional[np.ndarray]] = [None] * len(selected)
         for i, v in enumerate(selected):
@@ -242,12 +248,13 @@ class ForwardRecord:
     """Everything one forward pass produced; graph memory is freed with its last reference."""
 
     def __init__(self, model: "DecoderModel", graph: Any, token_shape: Tuple[int, int],
-                 valid: np.ndarray, targets: Optional[np.ndarray] = None) -> None:
+                 valid: Optional[np.ndarray], targets: Optional[np.ndarray] = None) -> None:
         self.model = model
         self._graph = graph
         self.token_shape = token_shape
-        self.valid = valid
-        self.valid.setflags(write=False)
+        self._mask = valid  # None: every position valid (built on demand)
+        if valid is not None:
+            valid.setflags(write=False)
         self._batch_targets = targets
         # weak: values point at the record, so a strong cache would keep graphs in a cycle
         self._values: "weakref.WeakValueDictionary[Tuple[int, int], GraphValue]" = weakref.WeakValueDictionary()
@@ -277,6 +284,14 @@ class ForwardRecord:
     def _shape(self, block: int, kind: int) -> Optional[Tuple[int, ...]]:
         self._check_alive()
         return self._graph.value_shape(block, kind)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """Read-only boolean validity mask [B, T]."""
+        if self._mask is None:
+            self._mask = np.ones(self.token_shape, dtype=bool)
+            self._mask.setflags(write=False)
+        return self._mask
 
     @property
     def recorded(self) -> bool:
@@ -347,10 +362,12 @@ class ForwardRecord:
                 raise TokenError("targets are required for a plain token array")
             tg = self._batch_targets
         else:
-            tg = _targets_array(targets, self.token_shape, self.valid, self.model.config.vocabulary_size)
+            tg = _targets_array(targets, self.token_shape, self._mask, self.model.config.vocabulary_size)
         try:
             self._graph.attach_loss(tg.reshape(-1))
         except _core.CoreError as err:
+            if err.code == TARGET_STATUS:
+                _core_id_error(err, "target id", tg, self.model.config.vocabulary_size)
             raise_core(err, token_shape=self.token_shape)
         return self._value(-1, _nodes.LOSS)
 
@@ -379,11 +396,28 @@ def _tokens_array(tokens: Any, cfg: DecoderConfig) -> np.ndarray:
         raise TokenError("sequence length is 0")
     if T > cfg.max_positions:
         raise TokenError(f"sequence length {T} exceeds max_positions {cfg.max_positions}")
-    bad = np.argwhere((arr < 0) | (arr >= cfg.vocabulary_size))
-    if bad.size:
-        b, t = (int(x) for x in bad[0])
-        raise TokenError(f"token id {int(arr[b, t])} at position [{b}, {t}] is outside [0, {cfg.vocabulary_size})")
+    if arr.dtype.kind == "u" and arr.max() >= cfg.vocabulary_size:  # may not fit in int64
+        _raise_out_of_range("token id", arr, cfg.vocabulary_size)
+    # signed ids convert exactly; the core checks their range and names the first offender
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _raise_out_of_range(what: str, arr: np.ndarray, vocab: int, valid: Optional[np.ndarray] = None) -> None:
+    bad = (arr < 0) | (arr >= vocab)
+    if valid is not None:
+        bad &= valid
+    where = np.argwhere(bad)
+    if where.size:
+        b, t = (int(x) for x in where[0])
+        raise TokenError(f"{what} {int(arr[b, t])} at position [{b}, {t}] is outside [0, {vocab})")
+
+
+def _core_id_error(err: "_core.CoreError", what: str, ids: np.ndarray, vocab: int) -> None:
+    """Names the exact id the core refused (its report carries the flat position)."""
+    T = ids.shape[1]
+    b, t = divmod(err.index, T)
+    raise TokenError(f"{what} {int(ids.reshape(-1)[err.index])} at position [{b}, {t}] "
+                     f"is outside [0, {vocab})") from None
 
 
 def _targets_array(targets: Any, shape: Tuple[int, int], valid: np.ndarray, vocab: int) -> np.ndarray:
@@ -394,10 +428,11 @@ def _targets_array(targets: Any, shape: Tuple[int, int], valid: np.ndarray, voca
     if arr.ndim not in (1, 2) or (arr.ndim == 2 and arr.shape != shape):
         raise TokenError(f"targets must have shape {shape}, got {arr.shape}")
     arr = arr.reshape(B, T)
-    bad = np.argwhere(valid & ((arr < 0) | (arr >= vocab)))
-    if bad.size:
-        b, t = (int(x) for x in bad[0])
-        raise TokenError(f"target id {int(arr[b, t])} at position [{b}, {t}] is outside [0, {vocab})")
+    if valid is None:  # every position valid: the core checks the range
+        if arr.dtype.kind == "u" and arr.max() >= vocab:
+            _raise_out_of_range("target id", arr, vocab)
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    _raise_out_of_range("target id", arr, vocab, valid)
     return np.ascontiguousarray(np.where(valid, arr, 0), dtype=np.int64)
 
 
@@ -465,8 +500,7 @@ class DecoderModel:
 
     def zero_grad(self) -> None:
         """Resets every accumulated gradient to +0.0 (values and revisions unchanged)."""
-        for p in self._parameters:
-            p._p.zero_grad()
+        self._core.zero_grads()
 
     def _layout(self, source: Any):
         from .batch import Batch
@@ -475,7 +509,7 @@ class DecoderModel:
             ids, valid, pos, seg = source._core_layout(cfg)
             return ids, valid, pos, seg, source.valid.copy(), source._targets_for(cfg)
         ids = _tokens_array(source, cfg)
-        return ids, None, None, None, np.ones(ids.shape, dtype=bool), None
+        return ids, None, None, None, None, None
 
     def forward(self, tokens: Any, *, record: Optional[bool] = None) -> ForwardRecord:
         """Runs the decoder on token ids [B, T] (or a pydepth.Batch). With record=False (or
@@ -485,6 +519,8 @@ class DecoderModel:
         try:
             graph = _core._Graph(self._core, ids, valid, pos, seg, rec)
         except _core.CoreError as err:
+            if err.code == TOKEN_STATUS:
+                _core_id_error(err, "token id", ids, self._config.vocabulary_size)
             raise_core(err, token_shape=ids.shape)
         return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
 
