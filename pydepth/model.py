@@ -11,6 +11,7 @@ import numpy as np
 from . import _core, _nodes
 from ._core import SplitMix64
 from ._translate import TARGET as TARGET_STATUS, TOKEN as TOKEN_STATUS, raise_core
+from .batch import Batch
 from .config import DecoderConfig
 from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
                      ParameterNameError, PydepthError, TokenError)
@@ -256,8 +257,8 @@ class ForwardRecord:
         if valid is not None:
             valid.setflags(write=False)
         self._batch_targets = targets
-        # weak: values point at the record, so a strong cache would keep graphs in a cycle
-        self._values: "weakref.WeakValueDictionary[Tuple[int, int], GraphValue]" = weakref.WeakValueDictionary()
+        # weak references: values point at the record, so strong ones would form a cycle
+        self._values: "dict[Tuple[int, int], weakref.ref[GraphValue]]" = {}
 
     @property
     def blocks(self) -> Tuple[BlockForward, ...]:
@@ -267,9 +268,11 @@ class ForwardRecord:
     # ---- values
     def _value(self, block: int, kind: int) -> GraphValue:
         key = (block, kind)
-        v = self._values.get(key)
+        ref = self._values.get(key)
+        v = ref() if ref is not None else None
         if v is None:
-            v = self._values[key] = GraphValue(self, block, kind)
+            v = GraphValue(self, block, kind)
+            self._values[key] = weakref.ref(v)
         return v
 
     def _check_alive(self) -> None:
@@ -503,7 +506,6 @@ class DecoderModel:
         self._core.zero_grads()
 
     def _layout(self, source: Any):
-        from .batch import Batch
         cfg = self._config
         if isinstance(source, Batch):
             ids, valid, pos, seg = source._core_layout(cfg)
