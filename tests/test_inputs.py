@@ -72,3 +72,28 @@ def test_zero_mean_square_with_zero_epsilon_is_refused():
     model = DecoderModel.from_parameters(cfg, params)
     with pytest.raises(pydepth.NonFiniteError, match="mean square 0"):
         model.forward(np.array([[0, 1]]))
+
+
+def test_non_finite_gradient_update_changes_no_gradient():
+    """An unused class with a huge embedding row keeps the forward finite, but its gradients
+    grow with every accumulated pass until an update overflows: that pass is refused whole."""
+    model = DecoderModel(DecoderConfig(20, 4, 1, 4, 1, 5), SplitMix64(11))
+    ids, tgt = np.array([[1, 2, 3]]), np.array([[2, 3, 4]])
+    emb = model.parameter("token_embedding.weight")
+    v = emb.snapshot()
+    fo = model.forward(ids).final_norm_output.value[0]
+    v[7] = 4e307 * np.sign(fo[0])
+    emb.assign(v)
+    loss = model.loss(ids, tgt)
+    assert np.isfinite(loss.item())
+    for _ in range(20):
+        before = snapshot(model)
+        try:
+            loss.backward()
+        except pydepth.NonFiniteError as err:
+            assert "gradient of" in str(err)
+            assert unchanged(model, before)
+            break
+        assert all(np.all(np.isfinite(p.grad)) for p in model.parameters)
+    else:
+        pytest.fail("the accumulated gradient never overflowed")
