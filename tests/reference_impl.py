@@ -253,6 +253,23 @@ def rope_inverse(u: np.ndarray, sin: np.ndarray, cos: np.ndarray) -> np.ndarray:
     return out
 
 
+def max_and_tail(row):
+    """Plain-comparison maximum and the "1 + tail" sum of numerics.md 3.4/3.7: exp(v - max)
+    summed from +0.0 in order, the first maximal entry left out (it is the literal 1.0)."""
+    mx = -math.inf
+    for v in row:
+        mx = max(mx, v)
+    tail = 0.0
+    skipped = False
+    for v in row:
+        sh = v - mx
+        if sh == 0.0 and not skipped:
+            skipped = True
+        else:
+            tail = tail + math.exp(sh)
+    return mx, tail
+
+
 def causal_softmax(x: np.ndarray) -> np.ndarray:
     """CAUSAL_SOFTMAX on [G, T, T]: prefix 0..i, first maximum excluded, den = 1 + tail."""
     g_count, t_len, _ = x.shape
@@ -260,17 +277,7 @@ def causal_softmax(x: np.ndarray) -> np.ndarray:
     for g in range(g_count):
         for i in range(t_len):
             row = x[g, i, : i + 1].tolist()
-            mx = -math.inf
-            for v in row:
-                mx = max(mx, v)
-            tail = 0.0
-            skipped = False
-            for v in row:
-                sh = v - mx
-                if sh == 0.0 and not skipped:
-                    skipped = True
-                else:
-                    tail = tail + math.exp(sh)
+            mx, tail = max_and_tail(row)
             den = 1.0 + tail
             for j, v in enumerate(row):
                 out[g, i, j] = canon_scalar(math.exp(v - mx) / den)
@@ -322,17 +329,7 @@ def nll_mean(logits: np.ndarray, targets: np.ndarray) -> Tuple[float, np.ndarray
     use_sm = False
     for g in range(n):
         row = rows[g].tolist()
-        mx = -math.inf
-        for v in row:
-            mx = max(mx, v)
-        tail = 0.0
-        skipped = False
-        for v in row:
-            sh = v - mx
-            if sh == 0.0 and not skipped:
-                skipped = True
-            else:
-                tail = tail + math.exp(sh)
+        mx, tail = max_and_tail(row)
         lse = math.log1p(tail)
         xt = row[int(tgt[g])]
         gap = mx - xt
