@@ -1,7 +1,6 @@
 """`pydepth laptop`: the chapter's 32.5M-parameter laptop plan, built and run once."""
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import time
@@ -90,28 +89,3 @@ def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool
     return {"config": cfg.to_dict(), "parameter_count": cfg.parameter_count, "tokens": tokens,
             "seed": seed, "threads": get_num_threads(), "build_seconds": build_seconds,
             "record": init.record.to_dict(), "runs": runs, "peak_rss_mib": peak_rss_mb()}
-
-
-def main(args: Any) -> int:
-    """Entry point of `pydepth laptop` (arguments parsed by pydepth.cli)."""
-    overrides = {k: getattr(args, k, None) for k in ("vocabulary_size", "model_width", "layers", "heads",
-                                                     "kv_heads", "feed_forward_width", "max_positions")}
-    cfg = plan_config(overrides)
-    tokens = getattr(args, "tokens", None) or min(512, cfg.max_positions)
-    result = run_plan(cfg, tokens, seed=4701 if getattr(args, "seed", None) is None else args.seed,
-                      control=bool(getattr(args, "control", False)))
-    if getattr(args, "format", "table") == "json":
-        doc = dict(result)
-        doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
-        print(json.dumps(doc, indent=2))
-        return 0
-    print(f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
-          f"{result['threads']} threads, seed {result['seed']}")
-    print(f"build (prepare + complete): {result['build_seconds']:.2f} s")
-    for run in result["runs"]:
-        print()
-        print(run["report"].to_table(title=f"{run['label']}: loss {run['loss']:.6f} nats"))
-        print(f"forward {run['forward_seconds']:.2f} s, backward + observation "
-              f"{run['backward_and_observe_seconds']:.2f} s")
-    print(f"\npeak resident memory: {result['peak_rss_mib']:.0f} MiB")
-    return 0

@@ -1,10 +1,8 @@
 """Export one fixture in the pydepth-reference-trace-v1 schema (bit patterns as hex)."""
 from __future__ import annotations
 
-import json
 import math
 import struct
-import sys
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -110,26 +108,3 @@ def fixture_trace(cfg: DecoderConfig, seed: int, tokens: Any, targets: Any, *,
         "initialized": model_trace(initialized, tok, tgt),
         "same_base_unscaled_control": model_trace(base, tok, tgt),
     }
-
-
-def _ints(text: str) -> List[int]:
-    try:
-        return [int(x) for x in text.replace(" ", "").split(",") if x != ""]
-    except ValueError:
-        raise TokenError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def main(args: Any) -> int:
-    """`pydepth trace`: writes one fixture document (format, encoding, fixtures) as JSON."""
-    with open(args.config) as fh:
-        cfg = DecoderConfig.from_dict(json.load(fh))
-    doc = {"format": FORMAT, "encoding": ENCODING,
-           "fixtures": [fixture_trace(cfg, args.seed, _ints(args.tokens), _ints(args.targets),
-                                      batch=args.batch, fixture_id=getattr(args, "id", None) or "custom")]}
-    text = json.dumps(doc)
-    if getattr(args, "output", None):
-        with open(args.output, "w") as fh:
-            fh.write(text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
-    return 0

@@ -1,0 +1,49 @@
+"""The ``pydepth`` command line: one module per subcommand, each with ``register`` and ``run``.
+
+Exit codes: 0 success; 1 a refused input or a failed self-check (message on stderr);
+2 usage errors and a missing optional dependency (``--plot`` without matplotlib).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+from ._args import error
+
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+
+# Subcommand name -> module in this package; the order is the order of --help.
+SUBCOMMANDS = ("demo", "observe", "trace", "laptop")
+
+
+def _module(name: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="pydepth", description="Depth-scaled initialization and residual health of small "
+        "float64 decoders (chapter 6).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        _module(name).register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns the exit code."""
+    from ..errors import PydepthError
+    args = build_parser().parse_args(argv)
+    try:
+        return int(_module(args.command).run(args) or 0)
+    except (PydepthError, ValueError, OSError) as err:
+        error(str(err))
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
