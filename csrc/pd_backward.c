@@ -2,8 +2,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pd_decoder.h"
-#include "pd_kernels.h"
+#include "pd_backward.h"
+#include "kernels/gemm.h"
+#include "kernels/pool.h"
+#include "pd_buffer.h"
 #include "pd_tensor.h"
 #include "ops/pd_ops.h"
 
@@ -93,7 +95,7 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     selection sel = {n_sel, sel_block, sel_kind, out, found};
     pd_status st = PD_OK;
     if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
-    if (!g->recorded) return pd_fail(e, PD_ERR_NO_LOSS, 1, 0.0, -1, -1);
+    if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
     for (size_t i = 0; i < np; i++)
         if (m->params[i]->revision != g->revisions[i])
             return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pd_buffer.h"
 #include "pd_tensor.h"
 
 #define PD_BUF_SLOTS 8
@@ -78,13 +79,4 @@ void pd_buf_put(double *p) {
     g_age[slot] = ++g_clock;
     pthread_mutex_unlock(&g_mu);
     free(old);
-}
-
-void pd_buf_release_all(void) {
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < PD_BUF_SLOTS; i++) {
-        free(g_slot[i]);
-        g_slot[i] = NULL;
-    }
-    pthread_mutex_unlock(&g_mu);
 }

@@ -5,7 +5,8 @@
 #include <string.h>
 #include "pd_decoder.h"
 #include "pd_init.h"
-#include "pd_kernels.h"
+#include "kernels/gemm.h"
+#include "pd_buffer.h"
 #include "pd_tensor.h"
 #include "ops/pd_ops.h"
 

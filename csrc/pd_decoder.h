@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pd_error.h"
+#include "pd_nodes.h"
 #include "pd_rng.h"
 
 typedef struct {
@@ -24,20 +25,6 @@ enum {
     PD_P_ATTN_GAIN = 0, PD_P_WQ, PD_P_WK, PD_P_WV, PD_P_WO,
     PD_P_FFN_GAIN, PD_P_WG, PD_P_WU, PD_P_WD, PD_P_PER_BLOCK
 };
-
-/* Named values of one forward, per block; then the global ones. */
-typedef enum {
-    PD_N_ATTN_MEAN_SQUARE = 0, PD_N_ATTN_INVERSE_RMS, PD_N_ATTN_NORMALIZED, PD_N_ATTN_NORM_OUTPUT,
-    PD_N_QUERY_HEADS, PD_N_KEY_HEADS, PD_N_VALUE_HEADS, PD_N_ROT_QUERY_HEADS, PD_N_ROT_KEY_HEADS,
-    PD_N_WEIGHTS, PD_N_HEAD_OUTPUTS, PD_N_MERGED, PD_N_ATTN_OUTPUT, PD_N_AFTER_ATTENTION,
-    PD_N_FFN_NORM_OUTPUT, PD_N_GATE_LINEAR, PD_N_GATE_SILU, PD_N_UP, PD_N_PRODUCT,
-    PD_N_FFN_OUTPUT, PD_N_BLOCK_OUTPUT,
-    PD_N_BLOCK_KINDS,
-    PD_N_EMBEDDING = 32, PD_N_FINAL_NORM_OUTPUT, PD_N_LOGITS, PD_N_LOSS,
-    /* internal values named only in error reports */
-    PD_N_ATTN_SCORES, PD_N_FFN_NORM, PD_N_FINAL_NORM, PD_N_ADJOINT, PD_N_GRADIENT,
-    PD_N_PER_TARGET_NLL
-} pd_node_kind;
 
 typedef struct {
     pd_config cfg;
@@ -103,11 +90,5 @@ void pd_graph_free(pd_graph *g);
 
 /* Pointer and shape of a named value; NULL when not stored. */
 double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]);
-
-/* One reverse pass from the mean loss. For each selected (block, kind), out[i] (sized like
- * the value) receives its completed adjoint and found[i] = 1, or found[i] = 0 when the value
- * has no adjoint in this graph. Parameter gradients change only if the whole pass succeeds. */
-pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                            double **out, uint8_t *found, pd_error *e);
 
 #endif

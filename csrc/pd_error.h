@@ -3,27 +3,36 @@
 #define PD_ERROR_H
 #include <stddef.h>
 
-typedef enum {
-    PD_OK = 0,
-    PD_ERR_ALLOC,              /* allocation failed */
-    PD_ERR_OVERFLOW,           /* a size product or sum overflowed */
-    PD_ERR_ZERO_FAN_IN,
-    PD_ERR_ZERO_FAN_OUT,
-    PD_ERR_FAN_SUM_OVERFLOW,
-    PD_ERR_SHAPE_OVERFLOW,
-    PD_ERR_CONFIG,             /* invalid configuration; detail in index */
-    PD_ERR_NAME,               /* invalid parameter name; index = byte offset */
-    PD_ERR_SHAPE,              /* a tensor shape does not match the layout */
-    PD_ERR_TOKEN,              /* token id out of range; index = flat position */
-    PD_ERR_TARGET,             /* target id out of range; index = flat position */
-    PD_ERR_NONFINITE,          /* a NaN or infinity arose; node/index say where */
-    PD_ERR_ROPE,               /* non-finite RoPE table entry */
-    PD_ERR_ZERO_MEAN_SQUARE,   /* eps == 0 and a row has mean square 0 */
-    PD_ERR_EMPTY,              /* no valid positions / targets */
-    PD_ERR_LAYOUT,             /* segments, positions or validity inconsistent */
-    PD_ERR_STALE,              /* a parameter changed after the graph was recorded; index = parameter */
-    PD_ERR_NO_LOSS             /* backward needs a graph with a loss attached */
-} pd_status;
+/* The one table of status codes: X(identifier, meaning). Codes are positions in this list;
+ * pydepth/_translate.py reads identifiers and codes through pd_status_name(). */
+#define PD_STATUS_CODES(X)                                                                 \
+    X(OK, "success")                                                                       \
+    X(ERR_ALLOC, "allocation failed")                                                      \
+    X(ERR_OVERFLOW, "a size product or sum overflowed")                                    \
+    X(ERR_ZERO_FAN_IN, "Xavier fan_in is 0")                                               \
+    X(ERR_ZERO_FAN_OUT, "Xavier fan_out is 0")                                             \
+    X(ERR_FAN_SUM_OVERFLOW, "Xavier fan_in + fan_out overflowed")                          \
+    X(ERR_SHAPE_OVERFLOW, "an element count overflowed")                                   \
+    X(ERR_CONFIG, "invalid configuration; index names the check")                          \
+    X(ERR_NAME, "invalid parameter name; index = byte offset")                             \
+    X(ERR_SHAPE, "a tensor shape does not match the layout")                               \
+    X(ERR_TOKEN, "token id out of range; index = flat position")                           \
+    X(ERR_TARGET, "target id out of range; index = flat position")                         \
+    X(ERR_NONFINITE, "a NaN or infinity arose; node/index say where")                      \
+    X(ERR_ROPE, "non-finite RoPE table entry")                                             \
+    X(ERR_ZERO_MEAN_SQUARE, "eps == 0 and a row has mean square 0")                        \
+    X(ERR_EMPTY, "no valid positions / targets")                                           \
+    X(ERR_LAYOUT, "segments, positions or validity inconsistent")                          \
+    X(ERR_STALE, "a parameter changed after the graph was recorded; index = parameter")    \
+    X(ERR_NO_LOSS, "backward needs a graph with a loss attached")                          \
+    X(ERR_NOT_RECORDED, "backward needs a graph recorded with record != 0")
+
+#define PD_STATUS_ENUM_(id, meaning) PD_##id,
+typedef enum { PD_STATUS_CODES(PD_STATUS_ENUM_) PD_STATUS_COUNT } pd_status;
+#undef PD_STATUS_ENUM_
+
+/* "ERR_TOKEN" for PD_ERR_TOKEN; NULL outside [0, PD_STATUS_COUNT). */
+const char *pd_status_name(int code);
 
 /* Where an error arose: filled by the failing function, read by Python. */
 typedef struct {

@@ -1,7 +1,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "pd_tensor.h"
-#include "pd_kernels.h"
+#include "kernels/pool.h"
 
 double *pd_zeros(size_t n, pd_error *e) {
     size_t bytes;

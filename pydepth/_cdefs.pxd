@@ -4,12 +4,19 @@ from libc.stdint cimport uint64_t, int64_t, uint8_t
 cdef extern from "pd_error.h":
     ctypedef enum pd_status:
         PD_OK
+        PD_ERR_OVERFLOW
+        PD_STATUS_COUNT
     ctypedef struct pd_error:
         pd_status code
         size_t index
         double value
         int block
         int node
+    const char *pd_status_name(int code)
+
+cdef extern from "pd_nodes.h":
+    enum: PD_N_COUNT
+    int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope)
 
 cdef extern from "pd_rng.h":
     ctypedef struct pd_rng:
@@ -25,17 +32,19 @@ cdef extern from "pd_init.h":
     pd_status pd_xavier_fill(const pd_xavier_scale *s, pd_rng *rng, double *out, pd_error *e) nogil
     pd_status pd_validate_name(const char *name, size_t len, pd_error *e)
 
-cdef extern from "pd_kernels.h":
+cdef extern from "kernels/gemm.h":
     void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
     void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
     void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
-    void pd_set_num_threads(int n) nogil
-    int pd_get_num_threads() nogil
     const char *pd_kernel_path() nogil
     int pd_force_kernel_path(const char *name) nogil
+
+cdef extern from "kernels/pool.h":
+    void pd_set_num_threads(int n) nogil
+    int pd_get_num_threads() nogil
 
 cdef extern from "pd_decoder.h":
     ctypedef struct pd_config:
@@ -50,11 +59,12 @@ cdef extern from "pd_decoder.h":
         pd_config cfg
         size_t head_width, kv_width, n_params
     ctypedef struct pd_graph:
-        size_t B, T, N, n_valid, n_targets
         int recorded, has_loss
-        double loss
     pd_status pd_config_validate(const pd_config *c, pd_error *e)
     pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)
+    pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2])
+    size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap)
+    size_t pd_param_tensor_count(const pd_config *c)
     pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e) nogil
     pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
     void pd_model_free(pd_model *m)
@@ -64,5 +74,7 @@ cdef extern from "pd_decoder.h":
     pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) nogil
     void pd_graph_free(pd_graph *g) nogil
     double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4])
+
+cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil

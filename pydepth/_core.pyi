@@ -1,5 +1,5 @@
 """Type hints for the Cython skin over the C core (pydepth/_core.pyx)."""
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,7 +24,11 @@ class SplitMix64:
 
 def xavier_scale_raw(fan_in: int, fan_out: int) -> Tuple[int, int, float, float, float]: ...
 def validate_name_raw(name: bytes) -> None: ...
-def config_check(c: tuple) -> int: ...
+def parameter_count(c: tuple) -> int: ...
+def parameter_layout(c: tuple) -> Tuple[Tuple[str, Tuple[int, ...]], ...]: ...
+
+STATUS_CODES: Dict[str, int]
+NODE_KINDS: Tuple[Tuple[str, str, str], ...]
 
 class _Param:
     shape: Tuple[int, ...]

@@ -24,6 +24,29 @@ cdef inline raise_status(pd_status st, pd_error *e):
     raise CoreError(<int>st, e.index, e.value, e.block, e.node)
 
 
+def _status_table():
+    cdef int code
+    return {pd_status_name(code).decode(): code for code in range(PD_STATUS_COUNT)}
+
+
+def _node_kind_table():
+    cdef const char *ident
+    cdef const char *name
+    cdef const char *scope
+    cdef int kind
+    rows = []
+    for kind in range(PD_N_COUNT):
+        pd_node_kind_info(kind, &ident, &name, &scope)
+        rows.append((ident.decode(), name.decode(), scope.decode()))
+    return tuple(rows)
+
+
+#: Status identifier ("ERR_TOKEN") -> code, from the C table in csrc/pd_error.h.
+STATUS_CODES = _status_table()
+#: (identifier, trace name, scope) of every node kind, indexed by kind, from csrc/pd_nodes.h.
+NODE_KINDS = _node_kind_table()
+
+
 cdef class SplitMix64:
     """SplitMix64 generator; the seed is the raw state before the first draw."""
     cdef pd_rng rng
@@ -92,8 +115,8 @@ def validate_name_raw(bytes name):
         raise_status(st, &e)
 
 
-def config_check(tuple c):
-    """Validates a config tuple and returns its checked parameter count."""
+def parameter_count(tuple c):
+    """Total stored scalars of a configuration tuple, by the core's checked arithmetic."""
     cdef pd_config cfg = _config(c)
     cdef pd_error e
     cdef size_t count
@@ -103,6 +126,29 @@ def config_check(tuple c):
     if st != PD_OK:
         raise_status(st, &e)
     return count
+
+
+def parameter_layout(tuple c):
+    """(name, shape) of every parameter tensor of a configuration tuple, in declaration order."""
+    cdef pd_config cfg = _config(c)
+    cdef pd_error e
+    cdef size_t i, n, rank, length
+    cdef size_t dims[2]
+    cdef char buf[128]
+    cdef tuple shape
+    cdef pd_status st = pd_config_validate(&cfg, &e)
+    if st == PD_OK:
+        st = pd_config_parameter_count(&cfg, &n, &e)  # every shape below is then in range
+    if st != PD_OK:
+        raise_status(st, &e)
+    n = pd_param_tensor_count(&cfg)
+    out = []
+    for i in range(n):
+        pd_param_shape(&cfg, i, &rank, dims)
+        length = pd_param_name(&cfg, i, buf, sizeof(buf))
+        shape = tuple([dims[d] for d in range(rank)])
+        out.append((buf[:length].decode(), shape))
+    return tuple(out)
 
 
 cdef pd_config _config(tuple c):
@@ -169,7 +215,7 @@ cdef class _Param:
         cdef size_t n = 1
         for d in shape:
             if d < 0 or (d and n > (<size_t>-1) // 16 // <size_t>d):
-                raise CoreError(2, 0, 0.0, -1, -1)  # PD_ERR_OVERFLOW
+                raise CoreError(PD_ERR_OVERFLOW, 0, 0.0, -1, -1)
             n *= <size_t>d
         self.shape = shape
         self.p.size = n
@@ -325,14 +371,6 @@ cdef class _Graph:
     @property
     def has_loss(self):
         return bool(self.g.has_loss)
-
-    @property
-    def loss_value(self):
-        return self.g.loss
-
-    @property
-    def n_targets(self):
-        return self.g.n_targets
 
     def attach_loss(self, const int64_t[::1] targets not None):
         cdef pd_error e

@@ -1,17 +1,32 @@
-"""Turns C-core status codes into pydepth's typed exceptions."""
+"""Turns C-core status codes into pydepth's typed exceptions.
+
+Codes and their identifiers come from the C table (csrc/pd_error.h, read through
+``_core.STATUS_CODES``); this module only decides which exception and message each one gets.
+"""
 from __future__ import annotations
 
 from typing import NoReturn, Sequence
 
 from . import errors as E
-from ._core import CoreError
-from ._nodes import node_name
+from ._core import STATUS_CODES, CoreError
+from ._nodes import GRADIENT, node_name
 
-(OK, ALLOC, OVERFLOW, ZERO_FAN_IN, ZERO_FAN_OUT, FAN_SUM_OVERFLOW, SHAPE_OVERFLOW, CONFIG, NAME,
- SHAPE, TOKEN, TARGET, NONFINITE, ROPE, ZERO_MEAN_SQUARE, EMPTY, LAYOUT, STALE, NO_LOSS) = range(19)
+#: Status code -> identifier ("ERR_TOKEN"), the inverse of the C table.
+STATUS_NAMES = {code: ident for ident, code in STATUS_CODES.items()}
+ALLOC, TOKEN, TARGET = STATUS_CODES["ERR_ALLOC"], STATUS_CODES["ERR_TOKEN"], STATUS_CODES["ERR_TARGET"]
+
+_XAVIER = {"ERR_ZERO_FAN_IN": "Xavier fan_in must be positive, got 0",
+           "ERR_ZERO_FAN_OUT": "Xavier fan_out must be positive, got 0",
+           "ERR_FAN_SUM_OVERFLOW": "Xavier fan_in + fan_out overflows 64-bit size arithmetic"}
+_INPUT_WHAT = {"ERR_TOKEN": "token id", "ERR_TARGET": "target id", "ERR_EMPTY": "batch",
+               "ERR_LAYOUT": "segment layout"}
+#: Every status the translation knows; a test checks this covers the whole C table.
+HANDLED = frozenset({"ERR_ALLOC", "ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW", *_XAVIER, "ERR_CONFIG",
+                     "ERR_ROPE", "ERR_NAME", "ERR_SHAPE", *_INPUT_WHAT, "ERR_NONFINITE",
+                     "ERR_ZERO_MEAN_SQUARE", "ERR_STALE", "ERR_NO_LOSS", "ERR_NOT_RECORDED"})
 
 
-def _where(err: CoreError, shape: Sequence[int] = ()) -> str:
+def _where(err: CoreError) -> str:
     if err.node < 0:
         return ""
     return f" in {node_name(err.block, err.node)}"
@@ -19,41 +34,40 @@ def _where(err: CoreError, shape: Sequence[int] = ()) -> str:
 
 def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: Sequence[int] = ()) -> NoReturn:
     """Re-raises a CoreError as the typed pydepth error it stands for."""
-    c = err.code
-    if c == ALLOC:
+    s = STATUS_NAMES.get(err.code, "")
+    if s == "ERR_ALLOC":
         raise E.AllocationError(f"pydepth core could not allocate {err.index} elements") from None
-    if c in (OVERFLOW, SHAPE_OVERFLOW):
+    if s in ("ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW"):
         raise E.InitializationError(f"size arithmetic overflowed (index {err.index})") from None
-    if c == ZERO_FAN_IN:
-        raise E.InitializationError("Xavier fan_in must be positive, got 0") from None
-    if c == ZERO_FAN_OUT:
-        raise E.InitializationError("Xavier fan_out must be positive, got 0") from None
-    if c == FAN_SUM_OVERFLOW:
-        raise E.InitializationError("Xavier fan_in + fan_out overflows 64-bit size arithmetic") from None
-    if c in (CONFIG, ROPE):
+    if s in _XAVIER:
+        raise E.InitializationError(_XAVIER[s]) from None
+    if s in ("ERR_CONFIG", "ERR_ROPE"):
         raise E.ConfigError(f"configuration rejected by the core (check {err.index}, value {err.value!r})") from None
-    if c == NAME:
+    if s == "ERR_NAME":
         raise E.ParameterNameError(f"invalid parameter name at byte {err.index}") from None
-    if c == SHAPE:
+    if s == "ERR_SHAPE":
         raise E.ParameterLayoutError(f"parameter shape mismatch at index {err.index}") from None
-    if c in (TOKEN, TARGET, EMPTY, LAYOUT):
-        what = {TOKEN: "token id", TARGET: "target id", EMPTY: "batch", LAYOUT: "segment layout"}[c]
+    if s in _INPUT_WHAT:
         pos = _position(err.index, token_shape)
-        detail = "has no valid position" if c == EMPTY else f"invalid value {err.value:g} at position {pos}"
-        raise E.TokenError(f"{what} {detail}") from None
-    if c in (NONFINITE, ZERO_MEAN_SQUARE):
-        reason = "mean square 0 with rms_epsilon 0" if c == ZERO_MEAN_SQUARE else f"non-finite value {err.value!r}"
-        if err.node == 40 and 0 <= err.block < len(param_names):
+        detail = "has no valid position" if s == "ERR_EMPTY" else f"invalid value {err.value:g} at position {pos}"
+        raise E.TokenError(f"{_INPUT_WHAT[s]} {detail}") from None
+    if s in ("ERR_NONFINITE", "ERR_ZERO_MEAN_SQUARE"):
+        reason = ("mean square 0 with rms_epsilon 0" if s == "ERR_ZERO_MEAN_SQUARE"
+                  else f"non-finite value {err.value!r}")
+        if err.node == GRADIENT and 0 <= err.block < len(param_names):
             where = f" in the gradient of {param_names[err.block]}"
         else:
             where = _where(err)
         raise E.NonFiniteError(f"{reason}{where} at flat index {err.index}") from None
-    if c == STALE:
+    if s == "ERR_STALE":
         name = param_names[err.index] if err.index < len(param_names) else f"#{err.index}"
         raise E.StaleOperandError(f"parameter {name} changed after this graph was recorded") from None
-    if c == NO_LOSS:
-        raise E.AutodiffError("backward needs a recorded graph with a mean loss attached") from None
-    raise E.PydepthError(f"pydepth core status {c}") from None
+    if s == "ERR_NO_LOSS":
+        raise E.AutodiffError("backward needs a mean loss attached to this forward record") from None
+    if s == "ERR_NOT_RECORDED":
+        raise E.AutodiffError("backward needs a recorded graph; this forward ran with record=False "
+                              "or under no_grad()") from None
+    raise E.PydepthError(f"pydepth core status {err.code} ({s or 'unknown'})") from None
 
 
 def _position(flat: int, shape: Sequence[int]) -> str:

@@ -5,10 +5,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from ._checks import U64_MAX, as_u64
+from . import _core
+from ._checks import as_u64
 from .errors import ConfigError
-
-_SIZE_MAX = U64_MAX
 
 
 def _count(name: str, value: Any, *, allow_zero: bool = False) -> int:
@@ -83,32 +82,23 @@ class DecoderConfig:
 
     @property
     def parameter_count(self) -> int:
-        """Total stored scalars, by checked 64-bit arithmetic (nothing is allocated)."""
-        w, f, kvd = self.model_width, self.feed_forward_width, self.kv_width
-        per_block = 2 * w + 2 * w * w + 2 * w * kvd + 3 * w * f
-        total = self.vocabulary_size * w + self.layers * per_block + w
-        if total > _SIZE_MAX or per_block > _SIZE_MAX or self.vocabulary_size * w > _SIZE_MAX:
-            raise ConfigError(f"parameter count {total} overflows 64-bit size arithmetic")
-        return total
+        """Total stored scalars, by the core's checked 64-bit arithmetic (nothing is allocated)."""
+        try:
+            return _core.parameter_count(self._core_tuple())
+        except _core.CoreError:
+            raise ConfigError(f"the parameter count of {self.layers} blocks of width {self.model_width} "
+                              f"(vocabulary {self.vocabulary_size}, feed-forward {self.feed_forward_width}) "
+                              "overflows 64-bit size arithmetic") from None
 
     @property
     def parameter_tensor_count(self) -> int:
         """Number of parameter tensors, 9 * layers + 2."""
-        return 9 * self.layers + 2
+        return len(self.parameter_layout())
 
     def parameter_layout(self) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:
-        """(name, shape) of every parameter tensor in declaration order."""
-        w, f, kvd = self.model_width, self.feed_forward_width, self.kv_width
-        out = [("token_embedding.weight", (self.vocabulary_size, w))]
-        for b in range(self.layers):
-            p = f"blocks.{b}."
-            out += [(p + "attention_norm.gain", (w,)), (p + "attention.query.weight", (w, w)),
-                    (p + "attention.key.weight", (w, kvd)), (p + "attention.value.weight", (w, kvd)),
-                    (p + "attention.output.weight", (w, w)), (p + "ffn_norm.gain", (w,)),
-                    (p + "ffn.gate.weight", (w, f)), (p + "ffn.up.weight", (w, f)),
-                    (p + "ffn.down.weight", (f, w))]
-        out.append(("final_norm.gain", (w,)))
-        return tuple(out)
+        """(name, shape) of every parameter tensor in declaration order, as the core lays them
+        out (docs/numerics.md §3.1): linear weights are stored ``[in, out]``."""
+        return _core.parameter_layout(self._core_tuple())
 
     def _core_tuple(self) -> tuple:
         return (self.vocabulary_size, self.model_width, self.heads, self.kv_heads,

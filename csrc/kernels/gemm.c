@@ -7,8 +7,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../pd_kernels.h"
-#include "pd_gemm.h"
+#include "gemm.h"
+#include "mm_ref.h"
+#include "pool.h"
+#include "ukernel.h"
 
 /* Below this many multiply-adds packing costs more than it saves. */
 #define PD_SMALL_MACS 4096u

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include "../pd_kernels.h"
+#include "pool.h"
 
 #define PD_MAX_THREADS 1024
 

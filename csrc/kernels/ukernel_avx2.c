@@ -1,7 +1,7 @@
 /* AVX2 6x8 micro-kernel: 12 ymm accumulators, each lane one output of C. Multiply and add
  * stay separate instructions (this file is built with -mavx2 but never -mfma). */
 #include <immintrin.h>
-#include "pd_gemm.h"
+#include "ukernel.h"
 
 #define MR 6
 #define NR 8

@@ -1,7 +1,7 @@
 /* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (-mavx512f; contraction is off,
  * so no FMA is emitted even though the ISA has one). Only dispatched when the CPU has it. */
 #include <immintrin.h>
-#include "pd_gemm.h"
+#include "ukernel.h"
 
 #define MR 6
 #define NR 16

@@ -1,5 +1,5 @@
 /* Portable 4x4 micro-kernel (plain C, SSE2 at most): the "baseline" path. */
-#include "pd_gemm.h"
+#include "ukernel.h"
 
 #define MR 4
 #define NR 4

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_ops.h"
-#include "../pd_kernels.h"
-#include "../pd_decoder.h"
-#include "../pd_tensor.h"
+#include "../kernels/gemm.h"
+#include "../kernels/pool.h"
+#include "../pd_buffer.h"
+#include "../pd_nodes.h"
 
 #define RB 64 /* rows (or key columns) per product block */
 

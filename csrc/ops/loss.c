@@ -1,8 +1,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include "pd_ops.h"
-#include "../pd_decoder.h"
-#include "../pd_kernels.h"
+#include "../pd_nodes.h"
+#include "../kernels/pool.h"
 
 typedef struct {
     size_t V;

@@ -1,6 +1,6 @@
 #include <math.h>
 #include "pd_ops.h"
-#include "../pd_kernels.h"
+#include "../kernels/pool.h"
 
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
 static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const double *g,

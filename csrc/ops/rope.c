@@ -1,6 +1,6 @@
 #include <math.h>
 #include "pd_ops.h"
-#include "../pd_kernels.h"
+#include "../kernels/pool.h"
 
 pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double *cos_t, pd_error *e) {
     const size_t half = D / 2;

@@ -1,8 +1,8 @@
 /* Deterministic dense products: every output sums its terms in ascending k from +0.0,
  * one rounded multiply then one rounded add per term (never FMA, never reassociated).
  * acc == 0: C = s;  acc != 0: C = C + s  (s fully formed first, then one addition). */
-#ifndef PD_KERNELS_H
-#define PD_KERNELS_H
+#ifndef PD_GEMM_H
+#define PD_GEMM_H
 #include <stddef.h>
 
 /* C[m,n] (+)= sum_k A[m*lda+k] * B[k*ldb+n] */
@@ -15,21 +15,9 @@ void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
 void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc);
 
-/* Worker threads used by the kernels (>= 1); results never depend on it. */
-void pd_set_num_threads(int n);
-int pd_get_num_threads(void);
-
 /* Name of the instruction-set path chosen at run time ("baseline", "avx2", ...). */
 const char *pd_kernel_path(void);
 /* Force a path by name for testing; returns 0 if unavailable on this CPU. */
 int pd_force_kernel_path(const char *name);
 
-#endif
-
-#ifndef PD_PARALLEL_FOR_DECLARED
-#define PD_PARALLEL_FOR_DECLARED
-/* Runs fn(ctx, begin, end) over disjoint chunks of [0, n); each index is handled by exactly
- * one call, so work that writes only its own outputs stays deterministic. */
-typedef void (*pd_task_fn)(void *ctx, size_t begin, size_t end);
-void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx);
 #endif

@@ -1,6 +1,6 @@
-/* Internals shared by the blocked matmul driver and its per-ISA micro-kernels. */
-#ifndef PD_GEMM_H
-#define PD_GEMM_H
+/* Micro-kernels and cache blocking of each instruction-set path (ukernel_*.c), read by gemm.c. */
+#ifndef PD_UKERNEL_H
+#define PD_UKERNEL_H
 #include <stddef.h>
 
 /* One MR x NR output tile over kc terms of packed operands: a[k*MR + i], b[k*NR + j].
@@ -20,12 +20,5 @@ typedef struct {
 extern const pd_gemm_path pd_path_baseline;
 extern const pd_gemm_path pd_path_avx2;
 extern const pd_gemm_path pd_path_avx512;
-
-/* Reference-order loops (csrc/pd_kernels.c): the small-problem path and the ground truth. */
-void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-               const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc);
-
-/* Nonzero while the calling thread is running a pd_parallel_for task. */
-int pd_parallel_active(void);
 
 #endif

@@ -1,9 +1,6 @@
-/* Reference-order product loops: the ground truth every fast path must match bit for bit,
- * and the path for problems too small to be worth packing. */
-#include "pd_kernels.h"
-#include "kernels/pd_gemm.h"
+/* Reference-order product loops: every output sums its terms in ascending k from +0.0. */
+#include "mm_ref.h"
 
-/* C[m,n] (+)= sum_k A(m,k) * B(k,n), A(m,k) = A[m*rsa + k*csa], B(k,n) = B[k*rsb + n*csb] */
 void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
                const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
     for (size_t m = 0; m < M; m++)

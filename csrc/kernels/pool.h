@@ -1,0 +1,18 @@
+/* The persistent thread pool behind every parallel loop of the core (kernels/pool.c). */
+#ifndef PD_POOL_H
+#define PD_POOL_H
+#include <stddef.h>
+
+/* Runs fn(ctx, begin, end) over disjoint chunks of [0, n); each index is handled by exactly
+ * one call, so work that writes only its own outputs stays deterministic. */
+typedef void (*pd_task_fn)(void *ctx, size_t begin, size_t end);
+void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx);
+
+/* Worker threads used by the kernels (>= 1); results never depend on it. */
+void pd_set_num_threads(int n);
+int pd_get_num_threads(void);
+
+/* Nonzero while the calling thread is running a pd_parallel_for task. */
+int pd_parallel_active(void);
+
+#endif

@@ -1,0 +1,24 @@
+/* The node-kind table behind pd_nodes.h, expanded from its X-macro. */
+#include "pd_nodes.h"
+
+typedef struct {
+    const char *ident, *name;
+    int scope;
+} node_info;
+
+#define NODE_INFO_(id, name, scope) {#id, name, PD_SCOPE_##scope},
+static const node_info node_table[] = {PD_NODE_KINDS(NODE_INFO_)};
+#undef NODE_INFO_
+_Static_assert(sizeof node_table / sizeof node_table[0] == PD_N_COUNT, "one entry per node kind");
+_Static_assert((int)PD_N_BLOCK_KINDS == (int)PD_N_EMBEDDING, "block kinds come first");
+
+static const char *const scope_names[] = {
+    [PD_SCOPE_BLOCK] = "block", [PD_SCOPE_GLOBAL] = "global", [PD_SCOPE_EXTRA] = "extra"};
+
+int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope) {
+    if (kind < 0 || kind >= PD_N_COUNT) return 0;
+    *ident = node_table[kind].ident;
+    *name = node_table[kind].name;
+    *scope = scope_names[node_table[kind].scope];
+    return 1;
+}

@@ -1,0 +1,68 @@
+"""Node kinds and status codes have one source, the C tables, and Python reads them."""
+import re
+
+import numpy as np
+import pytest
+
+import pydepth
+from pydepth import _core, _nodes, _translate
+
+
+def test_status_codes_are_the_c_table_in_order():
+    codes = _core.STATUS_CODES
+    assert codes["OK"] == 0
+    assert sorted(codes.values()) == list(range(len(codes)))
+    assert all(re.fullmatch(r"OK|ERR_[A-Z0-9_]+", name) for name in codes)
+
+
+def test_every_error_status_has_a_translation():
+    assert _translate.HANDLED == set(_core.STATUS_CODES) - {"OK"}
+
+
+def test_unknown_status_is_still_a_pydepth_error():
+    with pytest.raises(pydepth.PydepthError, match="status 9999"):
+        _translate.raise_core(_core.CoreError(9999))
+
+
+def test_block_kinds_are_the_trace_order(reference_trace):
+    fx = reference_trace["fixtures"][1]
+    names = [e["name"] for e in fx["initialized"]["forward"]]
+    block0 = [n[len("blocks.0."):] for n in names if n.startswith("blocks.0.")]
+    assert tuple(block0) == _nodes.BLOCK_KINDS
+    assert [n for n in names if not n.startswith("blocks.")] == list(_nodes.GLOBAL_KIND)
+
+
+def test_node_kinds_are_unique_and_parse_back():
+    idents = [ident for ident, _, _ in _core.NODE_KINDS]
+    assert len(set(idents)) == len(idents)
+    for name, kind in _nodes.BLOCK_KIND.items():
+        assert _nodes.parse_name(f"blocks.3.{name}") == (3, kind)
+        assert _nodes.node_name(3, kind) == f"blocks.3.{name}"
+    for name, kind in _nodes.GLOBAL_KIND.items():
+        assert _nodes.parse_name(name) == (-1, kind)
+    with pytest.raises(KeyError):
+        _nodes.parse_name("per_target_nll")  # read by kind, not a trace name
+
+
+def test_backward_of_an_unrecorded_graph_has_its_own_error():
+    model = pydepth.DecoderModel(pydepth.DecoderConfig(11, 4, 1, 4, 1, 4), pydepth.SplitMix64(3))
+    loss = model.forward(np.array([[1, 2, 3]]), record=False).loss(np.array([[2, 3, 4]]))
+    with pytest.raises(pydepth.AutodiffError, match="record=False"):
+        loss.backward()
+
+
+def test_parameter_layout_is_read_from_the_core():
+    cfg = pydepth.DecoderConfig(7, 4, 2, 6, 2, 3, kv_heads=1)
+    layout = cfg.parameter_layout()
+    assert layout == _core.parameter_layout(cfg._core_tuple())
+    assert layout[0] == ("token_embedding.weight", (7, 4))
+    assert layout[1 + 9 + 2] == ("blocks.1.attention.key.weight", (4, 2))
+    assert layout[-2] == ("blocks.1.ffn.down.weight", (6, 4))
+    assert layout[-1] == ("final_norm.gain", (4,))
+
+
+def test_private_layout_entry_checks_its_configuration():
+    with pytest.raises(_core.CoreError):
+        _core.parameter_layout((7, 4, 0, 1, 6, 2, 3, 10000.0, 1e-6))  # zero heads
+    with pytest.raises(_core.CoreError):
+        _core.parameter_count((2**63, 2**8, 1, 1, 4, 1, 4, 10000.0, 1e-6))
