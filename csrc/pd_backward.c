@@ -1,4 +1,4 @@
-/* The reverse pass of numerics.md section 4.6, hand-coded over the recorded forward. */
+/* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

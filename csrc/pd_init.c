@@ -1,3 +1,4 @@
+/* Xavier-uniform scale and fill, parameter-name validation (docs/numerics.md §2.2, §7). */
 #include <math.h>
 #include "pd_init.h"
 #include "pd_tensor.h"

@@ -1,3 +1,4 @@
+/* SplitMix64 (docs/numerics.md §2.1). */
 #include "pd_rng.h"
 
 uint64_t pd_rng_next_u64(pd_rng *rng) {

@@ -1,3 +1,4 @@
+/* Zeroed buffers and the finiteness scan that reports the first bad index (docs/numerics.md §8). */
 #include <math.h>
 #include <stdlib.h>
 #include "pd_tensor.h"

@@ -1,4 +1,4 @@
-"""Depth-scaled initialization of a decoder's residual output projections (chapter 6, issue 4).
+"""Depth-scaled initialization of a decoder's residual output projections (chapter 6, docs/numerics.md §3.3).
 
 A fresh preparation draws one Xavier base decoder from a clone of the caller's generator;
 completion multiplies the stored values of every ``blocks.{b}.attention.output.weight`` and

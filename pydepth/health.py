@@ -1,5 +1,5 @@
 """Residual health: activation RMS and completed mean-loss adjoint RMS at every residual site
-(chapter 6, issue 5).
+(chapter 6; formulas in docs/numerics.md §9).
 
 Site 0 is the input residual (embedding output); site ``2b+1`` is the state after block ``b``'s
 attention addition and site ``2b+2`` the state after its feed-forward addition. Activation RMS

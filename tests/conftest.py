@@ -1,4 +1,4 @@
-"""Shared fixtures: the reference figures copied from ../shared/reference."""
+"""Shared fixtures: the published reference figures (tests/reference/README.md)."""
 import json
 import pathlib
 

@@ -1,7 +1,7 @@
-"""An independent numpy implementation of /work/shared/docs/numerics.md.
+"""An independent numpy implementation of docs/numerics.md (plain multi-head attention, unpacked rows).
 
 It reproduces the reference core's initialization, forward pass, mean next-token loss
-and hand-coded reverse pass (numerics.md sections 1-4) operation by operation, and
+and hand-coded reverse pass (docs/numerics.md §2-§6) operation by operation, and
 emits the ``pydepth-reference-trace-v1`` fixture schema (bit patterns as hex strings).
 
 Rules followed throughout:
@@ -112,7 +112,7 @@ def wgrad(x: np.ndarray, u: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- random numbers
 
 class SplitMix64:
-    """SplitMix64 (numerics.md 1.1): state advanced before mixing, seed is the raw state."""
+    """SplitMix64 (docs/numerics.md §2.1): state advanced before mixing, seed is the raw state."""
 
     def __init__(self, seed: int) -> None:
         """Seed the generator: ``state = seed`` verbatim."""
@@ -149,7 +149,7 @@ class Config:
         self.W = int(d["model_width"])
         self.H = int(d["heads"])
         kv = d.get("kv_heads")
-        assert kv is None or int(kv) == self.H, "no grouped-query attention in the contract"
+        assert kv is None or int(kv) == self.H, "this implementation covers kv_heads == heads only"
         self.F = int(d["feed_forward_width"])
         self.L = int(d["layers"])
         self.P = int(d["max_positions"])
@@ -169,7 +169,7 @@ class Config:
 
 
 def init_parameters(cfg: Config, rng: SplitMix64) -> List[Tuple[str, np.ndarray]]:
-    """Parameters in declaration order (numerics.md 2.2), draws in the order of 2.3."""
+    """Parameters in declaration order (docs/numerics.md §3.1), draws in the order of §3.2."""
     params = [("token_embedding.weight", xavier(rng, cfg.V, cfg.W))]
     w, f = cfg.W, cfg.F
     for i in range(cfg.L):
@@ -254,7 +254,7 @@ def rope_inverse(u: np.ndarray, sin: np.ndarray, cos: np.ndarray) -> np.ndarray:
 
 
 def max_and_tail(row):
-    """Plain-comparison maximum and the "1 + tail" sum of numerics.md 3.4/3.7: exp(v - max)
+    """Plain-comparison maximum and the "1 + tail" sum of docs/numerics.md §5.4/§5.7: exp(v - max)
     summed from +0.0 in order, the first maximal entry left out (it is the literal 1.0)."""
     mx = -math.inf
     for v in row:
@@ -366,7 +366,7 @@ def from_lanes(y: np.ndarray) -> np.ndarray:
 
 def forward(cfg: Config, params: Mapping[str, np.ndarray], ids: np.ndarray,
             targets: np.ndarray) -> Dict[str, Any]:
-    """Forward pass (section 3) returning trace-named values plus what the reverse pass needs."""
+    """Forward pass (docs/numerics.md §5) returning trace-named values plus what the reverse pass needs."""
     ids = np.asarray(ids, dtype=np.int64)
     b_count, t_len = ids.shape
     assert 1 <= t_len <= cfg.P
@@ -535,7 +535,7 @@ def backward(cfg: Config, params: Mapping[str, np.ndarray], fw: Mapping[str, Any
 
 
 def plain_rms(x: np.ndarray) -> float:
-    """rms = sqrt(sum_{row-major} v*v / count), sequential from +0.0 (section 7)."""
+    """rms = sqrt(sum_{row-major} v*v / count), sequential from +0.0 (docs/numerics.md §9)."""
     flat = np.asarray(x, dtype=np.float64).reshape(-1).tolist()
     s = 0.0
     for v in flat:

@@ -1,4 +1,4 @@
-"""The chapter demo, its schema, the published tables and the command line (issue 5)."""
+"""The chapter demo, its schema, the published tables and the command line."""
 import json
 import math
 import os

@@ -1,4 +1,4 @@
-"""Depth-scaled initialization (issue 4): policy, budget, fresh preparation and completion,
+"""Depth-scaled initialization (docs/numerics.md §3.3): policy, budget, fresh preparation and completion,
 construction records, restoration and construction states."""
 import dataclasses
 import json

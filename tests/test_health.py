@@ -1,4 +1,4 @@
-"""Residual health observer (issue 5): reference RMS values, padding, error paths,
+"""Residual health observer: reference RMS values, padding, error paths,
 classification and the no-side-effect guarantee."""
 import json
 import math
@@ -70,7 +70,7 @@ def test_rms_matches_reference_trace(reference_trace, index, variant):
     init, control = initialized(cfg, fx["seed"])
     model = init if variant == "initialized" else control
     trace = fx[variant]
-    # the model's stored parameters are the reference's (issue 4 against the reference core)
+    # the model's stored parameters are the reference's (docs/numerics.md §3)
     for p, ref in zip(model.parameters, trace["parameters"]):
         assert p.name == ref["name"]
         assert np.array_equal(p.value.reshape(-1).view(np.uint64), decode(ref["bits"]).view(np.uint64)), p.name

@@ -1,4 +1,4 @@
-"""pydepth against an independent numpy implementation of numerics.md, bit for bit.
+"""pydepth against an independent numpy implementation of docs/numerics.md, bit for bit.
 
 ``reference_impl.py`` (next to this file) implements the numerics contract without
 importing pydepth. It is first validated against the public reference trace, then used
@@ -75,7 +75,7 @@ def first_mismatch(got, want):
 # ----------------------------------------------------------------------------- 1. validation
 
 def test_reference_impl_rng_test_vectors():
-    """SplitMix64 seed-0 outputs and the seed-17 Xavier [2, 2] bits of numerics.md 1.1-1.2."""
+    """SplitMix64 seed-0 outputs and the seed-17 Xavier [2, 2] bits of docs/numerics.md §2.1-§2.2."""
     rng = ri.SplitMix64(0)
     assert [rng.next_u64() for _ in range(4)] == [
         0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F, 0xF88BB8A8724C81EC]
@@ -151,7 +151,7 @@ def test_pydepth_matches_reference_impl(case):
 
 
 def _loss_with(logits, targets, normalizer):
-    """Mean NLL (numerics.md 3.7 order) with a chosen log-normalizer of the tail."""
+    """Mean NLL (docs/numerics.md §5.7 order) with a chosen log-normalizer of the tail."""
     total = 0.0
     rows = logits.reshape(-1, logits.shape[-1]).tolist()
     for row, target in zip(rows, np.asarray(targets).reshape(-1).tolist()):
@@ -168,7 +168,7 @@ def _loss_with(logits, targets, normalizer):
 
 def test_cases_exercise_power_of_two_traps():
     """Guard against a toothless suite: within CASES, the contract's exact forms differ
-    from the natural alternatives for traps 1-3 (numerics.md section 9) at least once --
+    from the natural alternatives for traps 1-3 (docs/numerics.md §10) at least once --
     for trap 3 in the final loss bits, not only in one group's normalizer."""
     witnessed = {"mean divides by W": False, "kappa multiply": False, "log1p in loss": False}
     with np.errstate(under="ignore"):

@@ -1,4 +1,4 @@
-"""SplitMix64 against an independent Python transcription of numerics.md section 1.1."""
+"""SplitMix64 against an independent Python transcription of docs/numerics.md §2.1."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -68,7 +68,7 @@ def test_bad_seeds_are_refused(bad):
 
 
 def test_xavier_test_vector():
-    """numerics.md 1.2: seed 17, one [2, 2] matrix (drawn through a 2-token, width-2 model's
+    """docs/numerics.md §2.2: seed 17, one [2, 2] matrix (drawn through a 2-token, width-2 model's
     embedding, which is exactly one Xavier [V, W] = [2, 2] matrix)."""
     cfg = pydepth.DecoderConfig(2, 2, 1, 1, 0, 1)
     model = pydepth.DecoderModel(cfg, pydepth.SplitMix64(17))

@@ -1,4 +1,5 @@
-/* Segment-causal scaled dot-product attention over head lanes. The score, mixing and gradient
+/* Segment-causal scaled dot-product attention over head lanes (docs/numerics.md §5.3-§5.4,
+ * §6.2; why the shortened sums are exact: §8). The score, mixing and gradient
  * products run through the blocked kernels one block of RB rows (or key columns) at a time,
  * over the key range the block can reach; entries outside a row's allowed keys are +0.0, so
  * the full-range sums of the reference equal these (+-0 terms never change a sum that starts

@@ -1,3 +1,4 @@
+/* Token lookup and its scatter-add VJP (docs/numerics.md §5.6, §6.2). */
 #include "pd_ops.h"
 
 void pd_embedding_forward(size_t N, size_t W, const double *E, const int64_t *ids,

@@ -1,3 +1,4 @@
+/* RMSNorm forward and VJP, rows on the pool (docs/numerics.md §5.1, §6.2). */
 #include <math.h>
 #include "pd_ops.h"
 #include "../kernels/pool.h"

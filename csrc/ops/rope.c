@@ -1,3 +1,4 @@
+/* RoPE tables and rotations, and the head split/merge relabelling (docs/numerics.md §5.2-§5.3). */
 #include <math.h>
 #include "pd_ops.h"
 #include "../kernels/pool.h"
