@@ -1,4 +1,5 @@
-/* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward. */
+/* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward: the forward
+ * read backwards, one VJP per line. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,44 @@
 #include "pd_tensor.h"
 #include "ops/pd_ops.h"
 
+/* The (block, kind) values whose completed adjoints the caller asked for. */
 typedef struct {
     size_t n;
     const int *block, *kind;
     double **out;
     uint8_t *found;
 } selection;
+
+/* Adjoints of one block's values (reused by every block), named after the value they belong to. */
+typedef struct {
+    double *product, *gate_silu, *up, *gate_linear; /* [N, F] */
+    double *ffn_norm_out, *merged;                   /* [N, W] */
+    double *head_outputs, *rot_query_heads, *query_heads; /* [B, H, T, D] */
+    double *query;                                   /* [N, W]; later the normalized adjoint */
+    double *rot_key_heads, *key_heads, *value_heads; /* [B, K, T, D] */
+    double *key, *value;                             /* [N, KD] */
+    double *attn_norm_out;                           /* [N, W] */
+    double *inverse_rms, *mean_square;               /* [N], filled only on request */
+} block_adjoints;
+
+/* Everything one reverse pass writes, carved from one pooled arena. */
+typedef struct {
+    double **grad;          /* [n_params]: this pass's contribution to each parameter gradient */
+    double *logits;         /* [N, V] adjoint of the logits */
+    double *final_norm_out; /* [N, W] adjoint of the final norm output */
+    double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
+    double *after_attn;     /* [N, W] adjoint of the current block's after_attention site */
+    double *gather;         /* [V, W] the lookup's pre-summed contribution, on touched rows */
+    uint8_t *touched;       /* [V] embedding rows the lookup reaches */
+    block_adjoints d;
+    double *arena;
+} backward_scratch;
+
+#define TRY(call)                                                                       \
+    do {                                                                                \
+        pd_status st_ = (call);                                                         \
+        if (st_ != PD_OK) return st_;                                                   \
+    } while (0)
 
 /* Copies a completed adjoint (canonical zeros) into every request for (block, kind). */
 static void capture(const selection *s, int block, int kind, const double *src, size_t n) {
@@ -31,28 +64,120 @@ static int wants(const selection *s, int block, int kind) {
     return 0;
 }
 
-/* dW = sum over batch items (in order) of per-item sums over t: the reference's WGRAD. */
+/* Refuses a non-finite adjoint, reported as (block, kind). */
+static pd_status check_finite(const double *v, size_t n, int block, int kind, pd_error *e) {
+    size_t where;
+    if (pd_all_finite(v, n, &where)) return PD_OK;
+    return pd_fail(e, PD_ERR_NONFINITE, where, v[where], block, kind);
+}
+
+/* A completed adjoint: refused when not finite, else handed to every request for it. */
+static pd_status completed(const selection *s, int block, int kind, const double *v, size_t n,
+                           pd_error *e) {
+    TRY(check_finite(v, n, block, kind, e));
+    capture(s, block, kind, v, n);
+    return PD_OK;
+}
+
+/* dW = sum over batch items (in order) of per-item sums over t: the weight rule of §6.2. */
 static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const double *U, double *dW) {
     for (size_t b = 0; b < B; b++)
         pd_mm_tn(I, T, O, X + b * T * I, I, U + b * T * O, O, dW, O, b > 0);
 }
 
-typedef struct {
-    double *grad;
-    const double *adj;
-    int bad;
-} grad_ctx;
-
-static void grad_check_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    int ok = 1;
-    for (size_t x = begin; x < end; x++) ok &= isfinite(c->adj[x]) && isfinite(c->grad[x] + c->adj[x]);
-    if (!ok) c->bad = 1;
+/* RMSNorm VJP (§6.2): out = (((0 + res) + c_n) + c_s) + c_s, dgain, optional captures. */
+static void norm_backward(const pd_graph *g, const double *u, const double *x, const double *gain,
+                          const pd_norm_rec *r, const double *res, double *out, double *dgain,
+                          double *cap_n, double *cap_r, double *cap_m) {
+    pd_rmsnorm_backward(g->N, g->model->cfg.model_width, u, x, gain, r->shifted, r->inverse_rms,
+                        r->normalized, g->valid, res, out, dgain, cap_n, cap_r, cap_m);
 }
 
-static void grad_commit_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+/* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. */
+static pd_status head_backward(const pd_graph *g, const selection *sel, backward_scratch *s,
+                               pd_error *e) {
+    const pd_model *m = g->model;
+    const size_t B = g->B, T = g->T, N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
+    const double *E = m->params[0]->value, one = 1.0;
+    capture(sel, -1, PD_N_LOSS, &one, 1);
+    pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
+    capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
+    pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
+    TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
+    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
+    norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
+                  &g->final_norm, NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL);
+    return check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
+}
+
+/* block_forward read backwards: s->residual holds the adjoint of the block output on entry and
+ * the adjoint of its input on return. */
+static pd_status block_backward(const pd_graph *g, size_t b, const selection *sel,
+                                backward_scratch *s, pd_error *e) {
+    const pd_model *m = g->model;
+    const pd_config *c = &m->cfg;
+    const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
+    const size_t KVD = m->kv_width, D = m->head_width, H = c->heads, KVH = c->kv_heads;
+    const pd_block_rec *r = &g->blocks[b];
+    pd_param *const *P = m->params + 1 + 9 * b;
+    double **G = s->grad + 1 + 9 * b;
+    block_adjoints *d = &s->d;
+    double *A = s->residual, *AA = s->after_attn;
+    const int blk = (int)b;
+    capture(sel, blk, PD_N_BLOCK_OUTPUT, A, N * W);
+    capture(sel, blk, PD_N_FFN_OUTPUT, A, N * W); /* the residual add hands A unchanged to ffn_out */
+    pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
+    wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
+    TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
+    pd_swiglu_backward(N * F, d->product, r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear,
+                       d->gate_silu, d->up, d->gate_linear);
+    TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
+    TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
+    capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
+    wgrad(B, T, W, F, r->ffn_norm.out, d->up, G[PD_P_WU]);
+    wgrad(B, T, W, F, r->ffn_norm.out, d->gate_linear, G[PD_P_WG]);
+    pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
+    pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
+    TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
+    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, A, AA,
+                  G[PD_P_FFN_GAIN], NULL, NULL, NULL);
+    TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
+    capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
+    pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
+    wgrad(B, T, W, W, r->merged, AA, G[PD_P_WO]);
+    TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
+    pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
+    capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
+    pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
+    TRY(pd_attention_backward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
+                              d->head_outputs, d->rot_query_heads, d->rot_key_heads, d->value_heads, e));
+    TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
+    TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
+    TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
+    pd_rope_apply(B, H, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_query_heads, d->query_heads, 1);
+    pd_rope_apply(B, KVH, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_key_heads, d->key_heads, 1);
+    capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
+    capture(sel, blk, PD_N_KEY_HEADS, d->key_heads, N * KVD);
+    pd_merge_heads(B, T, H, D, d->query_heads, d->query);
+    pd_merge_heads(B, T, KVH, D, d->key_heads, d->key);
+    pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
+    wgrad(B, T, W, W, r->attn_norm.out, d->query, G[PD_P_WQ]);
+    wgrad(B, T, W, KVD, r->attn_norm.out, d->key, G[PD_P_WK]);
+    wgrad(B, T, W, KVD, r->attn_norm.out, d->value, G[PD_P_WV]);
+    pd_mm_nt(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0);
+    pd_mm_nt(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1);
+    pd_mm_nt(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1);
+    TRY(completed(sel, blk, PD_N_ATTN_NORM_OUTPUT, d->attn_norm_out, N * W, e));
+    double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
+    double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
+    double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
+    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, AA, A,
+                  G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m);
+    TRY(check_finite(A, N * W, blk, PD_N_ADJOINT, e));
+    if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
+    if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);
+    if (cap_m) capture(sel, blk, PD_N_ATTN_MEAN_SQUARE, cap_m, N);
+    return PD_OK;
 }
 
 typedef struct {
@@ -76,199 +201,136 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     }
 }
 
-#define CHECK_FINITE(buf, n, blk, kind)                                                 \
-    do {                                                                                \
-        size_t where_;                                                                  \
-        if (!pd_all_finite((buf), (n), &where_)) {                                      \
-            st = pd_fail(e, PD_ERR_NONFINITE, where_, (buf)[where_], (blk), (kind));    \
-            goto done;                                                                  \
-        }                                                                               \
-    } while (0)
-
-pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                            double **out, uint8_t *found, pd_error *e) {
-    const pd_model *m = g->model;
-    const pd_config *c = &m->cfg;
-    const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
-    const size_t V = c->vocabulary_size, L = c->layers, KVD = m->kv_width, D = m->head_width;
-    const size_t H = c->heads, KVH = c->kv_heads, np = m->n_params;
-    selection sel = {n_sel, sel_block, sel_kind, out, found};
-    pd_status st = PD_OK;
-    if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
-    if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
-    for (size_t i = 0; i < np; i++)
-        if (m->params[i]->revision != g->revisions[i])
-            return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
-    for (size_t i = 0; i < n_sel; i++) found[i] = 0;
-
-    /* parameter adjoints, then activation adjoints */
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
-    double **adj = calloc(np, sizeof(double *));
-    uint8_t *touched = calloc(V, 1); /* embedding rows the gather contribution reaches */
-    const size_t scratch = N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
-    /* pooled and not zeroed: every buffer below is fully written before it is read */
-    double *arena = pd_buf_get(total + scratch, 0, e);
-    if (!adj || !arena || !touched) {
-        free(adj);
-        free(touched);
-        pd_buf_put(arena);
-        return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
-    }
-    double *p = arena;
-    for (size_t i = 0; i < np; i++) { adj[i] = p; p += m->params[i]->size; }
-    double *dlog = p; p += N * V;
-    double *dEg = p; p += V * W;
-    double *A = p; p += N * W;
-    double *AA = p; p += N * W;
-    double *dfo = p; p += N * W;
-    double *d_an = p; p += N * W;
-    double *d_fn = p; p += N * W;
-    double *d_mg = p; p += N * W;
-    double *dO = p; p += N * W;
-    double *dql = p; p += N * W;
-    double *dqh = p; p += N * W;
-    double *dq = p; p += N * W;
-    double *dkr = p; p += N * KVD;
-    double *dkh = p; p += N * KVD;
-    double *dk = p; p += N * KVD;
-    double *dvh = p; p += N * KVD;
-    double *dv = p; p += N * KVD;
-    double *d_pr = p; p += N * F;
-    double *d_gs = p; p += N * F;
-    double *d_up = p; p += N * F;
-    double *d_gl = p; p += N * F;
-    double *capr = p; p += N;
-    double *capm = p; p += N;
-
-    const double *E = m->params[0]->value;
-    const double one = 1.0;
-    capture(&sel, -1, PD_N_LOSS, &one, 1);
-
-    /* loss -> logits -> tied head */
-    pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, dlog);
-    capture(&sel, -1, PD_N_LOGITS, dlog, N * V);
-    pd_mm_nn(N, V, W, dlog, V, E, W, dfo, W, 0);
-    CHECK_FINITE(dfo, N * W, -1, PD_N_FINAL_NORM_OUTPUT);
-    capture(&sel, -1, PD_N_FINAL_NORM_OUTPUT, dfo, N * W);
-    for (size_t b = 0; b < B; b++)
-        pd_mm_tn(V, T, W, dlog + b * T * V, V, g->fo + b * T * W, W, adj[0], W, b > 0);
-
-    /* final norm */
-    const double *xL = g->sites[2 * L];
-    pd_rmsnorm_backward(N, W, dfo, xL, m->params[np - 1]->value, g->fo_z, g->fo_r, g->fo_n,
-                        g->valid, NULL, A, adj[np - 1], NULL, NULL, NULL);
-    CHECK_FINITE(A, N * W, -1, PD_N_ADJOINT);
-
-    for (size_t bi = L; bi-- > 0;) {
-        const pd_block_rec *r = &g->blocks[bi];
-        pd_param *const *P = m->params + 1 + 9 * bi;
-        double **G = adj + 1 + 9 * bi;
-        const int blk = (int)bi;
-        const double *x = g->sites[2 * bi];
-        capture(&sel, blk, PD_N_BLOCK_OUTPUT, A, N * W);
-        capture(&sel, blk, PD_N_FFN_OUTPUT, A, N * W);
-        /* feed-forward branch: the residual add hands A unchanged to dn */
-        pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d_pr, F, 0);
-        wgrad(B, T, F, W, r->pr, A, G[PD_P_WD]);
-        CHECK_FINITE(d_pr, N * F, blk, PD_N_PRODUCT);
-        capture(&sel, blk, PD_N_PRODUCT, d_pr, N * F);
-        pd_swiglu_backward(N * F, d_pr, r->up, r->gs, r->sg, r->gl, d_gs, d_up, d_gl);
-        CHECK_FINITE(d_gl, N * F, blk, PD_N_GATE_LINEAR);
-        CHECK_FINITE(d_up, N * F, blk, PD_N_UP);
-        capture(&sel, blk, PD_N_GATE_SILU, d_gs, N * F);
-        capture(&sel, blk, PD_N_UP, d_up, N * F);
-        capture(&sel, blk, PD_N_GATE_LINEAR, d_gl, N * F);
-        wgrad(B, T, W, F, r->fn, d_up, G[PD_P_WU]);
-        wgrad(B, T, W, F, r->fn, d_gl, G[PD_P_WG]);
-        pd_mm_nt(N, F, W, d_up, F, P[PD_P_WU]->value, F, d_fn, W, 0);
-        pd_mm_nt(N, F, W, d_gl, F, P[PD_P_WG]->value, F, d_fn, W, 1);
-        CHECK_FINITE(d_fn, N * W, blk, PD_N_FFN_NORM_OUTPUT);
-        capture(&sel, blk, PD_N_FFN_NORM_OUTPUT, d_fn, N * W);
-        pd_rmsnorm_backward(N, W, d_fn, r->aa, P[PD_P_FFN_GAIN]->value, r->fn_z, r->fn_r, r->fn_n,
-                            g->valid, A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL);
-        CHECK_FINITE(AA, N * W, blk, PD_N_AFTER_ATTENTION);
-        capture(&sel, blk, PD_N_AFTER_ATTENTION, AA, N * W);
-        capture(&sel, blk, PD_N_ATTN_OUTPUT, AA, N * W);
-
-        /* attention branch: the residual add hands AA unchanged to ao */
-        pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d_mg, W, 0);
-        wgrad(B, T, W, W, r->mg, AA, G[PD_P_WO]);
-        CHECK_FINITE(d_mg, N * W, blk, PD_N_MERGED);
-        capture(&sel, blk, PD_N_MERGED, d_mg, N * W);
-        pd_split_heads(B, T, H, D, d_mg, dO);
-        capture(&sel, blk, PD_N_HEAD_OUTPUTS, dO, N * W);
-        pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
-        st = pd_attention_backward(&geom, r->qr, r->kr, r->vh, r->pm, dO, dql, dkr, dvh, e);
-        if (st != PD_OK) goto done;
-        CHECK_FINITE(dql, N * W, blk, PD_N_ROT_QUERY_HEADS);
-        CHECK_FINITE(dkr, N * KVD, blk, PD_N_ROT_KEY_HEADS);
-        CHECK_FINITE(dvh, N * KVD, blk, PD_N_VALUE_HEADS);
-        capture(&sel, blk, PD_N_ROT_QUERY_HEADS, dql, N * W);
-        capture(&sel, blk, PD_N_ROT_KEY_HEADS, dkr, N * KVD);
-        capture(&sel, blk, PD_N_VALUE_HEADS, dvh, N * KVD);
-        pd_rope_apply(B, H, T, D, g->pos, m->rope_sin, m->rope_cos, dql, dqh, 1);
-        pd_rope_apply(B, KVH, T, D, g->pos, m->rope_sin, m->rope_cos, dkr, dkh, 1);
-        capture(&sel, blk, PD_N_QUERY_HEADS, dqh, N * W);
-        capture(&sel, blk, PD_N_KEY_HEADS, dkh, N * KVD);
-        pd_merge_heads(B, T, H, D, dqh, dq);
-        pd_merge_heads(B, T, KVH, D, dkh, dk);
-        pd_merge_heads(B, T, KVH, D, dvh, dv);
-        wgrad(B, T, W, W, r->an, dq, G[PD_P_WQ]);
-        wgrad(B, T, W, KVD, r->an, dk, G[PD_P_WK]);
-        wgrad(B, T, W, KVD, r->an, dv, G[PD_P_WV]);
-        pd_mm_nt(N, KVD, W, dv, KVD, P[PD_P_WV]->value, KVD, d_an, W, 0);
-        pd_mm_nt(N, KVD, W, dk, KVD, P[PD_P_WK]->value, KVD, d_an, W, 1);
-        pd_mm_nt(N, W, W, dq, W, P[PD_P_WQ]->value, W, d_an, W, 1);
-        CHECK_FINITE(d_an, N * W, blk, PD_N_ATTN_NORM_OUTPUT);
-        capture(&sel, blk, PD_N_ATTN_NORM_OUTPUT, d_an, N * W);
-        const int want_n = wants(&sel, blk, PD_N_ATTN_NORMALIZED);
-        const int want_r = wants(&sel, blk, PD_N_ATTN_INVERSE_RMS);
-        const int want_m = wants(&sel, blk, PD_N_ATTN_MEAN_SQUARE);
-        pd_rmsnorm_backward(N, W, d_an, x, P[PD_P_ATTN_GAIN]->value, r->an_z, r->an_r, r->an_n,
-                            g->valid, AA, A, G[PD_P_ATTN_GAIN], want_n ? dq : NULL,
-                            want_r ? capr : NULL, want_m ? capm : NULL);
-        CHECK_FINITE(A, N * W, blk, PD_N_ADJOINT);
-        if (want_n) capture(&sel, blk, PD_N_ATTN_NORMALIZED, dq, N * W);
-        if (want_r) capture(&sel, blk, PD_N_ATTN_INVERSE_RMS, capr, N);
-        if (want_m) capture(&sel, blk, PD_N_ATTN_MEAN_SQUARE, capm, N);
-    }
-    capture(&sel, -1, PD_N_EMBEDDING, A, N * W);
-
-    /* embedding: tied-head part plus the pre-summed gather part */
-    /* dEg is only defined on touched rows; elsewhere it is +0.0 and (0.0 + h) + 0.0 == 0.0 + h */
+/* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
+static void embedding_backward(const pd_graph *g, backward_scratch *s) {
+    const size_t N = g->N, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
+    /* gather is only defined on touched rows; elsewhere it is +0.0 and (0.0 + h) + 0.0 == 0.0 + h */
     for (size_t p = 0; p < N; p++)
-        if (g->valid[p] && !touched[g->ids[p]]) {
-            touched[g->ids[p]] = 1;
-            memset(dEg + (size_t)g->ids[p] * W, 0, W * sizeof(double));
+        if (g->valid[p] && !s->touched[g->ids[p]]) {
+            s->touched[g->ids[p]] = 1;
+            memset(s->gather + (size_t)g->ids[p] * W, 0, W * sizeof(double));
         }
-    pd_embedding_backward(N, W, A, g->ids, g->valid, dEg);
-    {
-        emb_ctx ec = {W, adj[0], dEg, touched};
-        pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
-    }
+    pd_embedding_backward(N, W, s->residual, g->ids, g->valid, s->gather);
+    emb_ctx ec = {W, s->grad[0], s->gather, s->touched};
+    pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
+}
 
-    /* commit only when every adjoint and every updated gradient is finite */
-    for (size_t i = 0; i < np; i++) {
+typedef struct {
+    double *grad;
+    const double *adj;
+    int bad;
+} grad_ctx;
+
+static void grad_check_task(void *vctx, size_t begin, size_t end) {
+    grad_ctx *c = vctx;
+    int ok = 1;
+    for (size_t x = begin; x < end; x++) ok &= isfinite(c->adj[x]) && isfinite(c->grad[x] + c->adj[x]);
+    if (!ok) c->bad = 1;
+}
+
+static void grad_commit_task(void *vctx, size_t begin, size_t end) {
+    grad_ctx *c = vctx;
+    for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+}
+
+/* Adds every contribution to its stored gradient, only when every result is finite (§6.5). */
+static pd_status commit_gradients(const pd_model *m, double *const *contribution, pd_error *e) {
+    for (size_t i = 0; i < m->n_params; i++) {
         const pd_param *q = m->params[i];
-        grad_ctx gc = {q->grad, adj[i], 0};
+        grad_ctx gc = {q->grad, contribution[i], 0};
         pd_parallel_for(q->size, 32768, grad_check_task, &gc);
         if (!gc.bad) continue;
         for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = q->grad[x] + adj[i][x];
-            if (!isfinite(adj[i][x]) || !isfinite(nv)) {
-                st = pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
-                goto done;
-            }
+            const double nv = q->grad[x] + contribution[i][x];
+            if (!isfinite(contribution[i][x]) || !isfinite(nv))
+                return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
         }
     }
-    for (size_t i = 0; i < np; i++) {
-        grad_ctx gc = {m->params[i]->grad, adj[i], 0};
+    for (size_t i = 0; i < m->n_params; i++) {
+        grad_ctx gc = {m->params[i]->grad, contribution[i], 0};
         pd_parallel_for(m->params[i]->size, 32768, grad_commit_task, &gc);
     }
-done:
-    free(adj);
-    free(touched);
-    pd_buf_put(arena);
+    return PD_OK;
+}
+
+static double *carve(double **p, size_t n) {
+    double *out = *p;
+    *p += n;
+    return out;
+}
+
+/* One pooled arena, not zeroed: every buffer is fully written before it is read. */
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error *e) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width, np = m->n_params;
+    size_t total = 0;
+    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
+    memset(s, 0, sizeof *s);
+    s->grad = calloc(np, sizeof(double *));
+    s->touched = calloc(V, 1);
+    s->arena = pd_buf_get(total + N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N, 0, e);
+    if (!s->grad || !s->touched || !s->arena) return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
+    double *p = s->arena;
+    for (size_t i = 0; i < np; i++) s->grad[i] = carve(&p, m->params[i]->size);
+    s->logits = carve(&p, N * V);
+    s->gather = carve(&p, V * W);
+    s->residual = carve(&p, N * W);
+    s->after_attn = carve(&p, N * W);
+    s->final_norm_out = carve(&p, N * W);
+    block_adjoints *d = &s->d;
+    d->attn_norm_out = carve(&p, N * W);
+    d->ffn_norm_out = carve(&p, N * W);
+    d->merged = carve(&p, N * W);
+    d->head_outputs = carve(&p, N * W);
+    d->rot_query_heads = carve(&p, N * W);
+    d->query_heads = carve(&p, N * W);
+    d->query = carve(&p, N * W);
+    d->rot_key_heads = carve(&p, N * KVD);
+    d->key_heads = carve(&p, N * KVD);
+    d->key = carve(&p, N * KVD);
+    d->value_heads = carve(&p, N * KVD);
+    d->value = carve(&p, N * KVD);
+    d->product = carve(&p, N * F);
+    d->gate_silu = carve(&p, N * F);
+    d->up = carve(&p, N * F);
+    d->gate_linear = carve(&p, N * F);
+    d->inverse_rms = carve(&p, N);
+    d->mean_square = carve(&p, N);
+    return PD_OK;
+}
+
+static void scratch_free(backward_scratch *s) {
+    free(s->grad);
+    free(s->touched);
+    pd_buf_put(s->arena);
+}
+
+/* A loss attached, the intermediate values recorded, and no parameter changed since. */
+static pd_status backward_ready(const pd_graph *g, pd_error *e) {
+    const pd_model *m = g->model;
+    if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
+    if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
+    for (size_t i = 0; i < m->n_params; i++)
+        if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
+    return PD_OK;
+}
+
+pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
+                            double **out, uint8_t *found, pd_error *e) {
+    pd_status st = backward_ready(g, e);
+    if (st != PD_OK) return st;
+    for (size_t i = 0; i < n_sel; i++) found[i] = 0;
+    const selection sel = {n_sel, sel_block, sel_kind, out, found};
+    backward_scratch s;
+    st = scratch_alloc(&s, g, e);
+    if (st == PD_OK) st = head_backward(g, &sel, &s, e);
+    for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) st = block_backward(g, b, &sel, &s, e);
+    if (st == PD_OK) {
+        capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
+        embedding_backward(g, &s);
+        st = commit_gradients(g->model, s.grad, e);
+    }
+    scratch_free(&s);
     return st;
 }

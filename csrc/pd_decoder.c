@@ -128,23 +128,49 @@ void pd_model_free(pd_model *m) {
 
 /* ---- forward ---------------------------------------------------------------------- */
 
+/* Doubles of one block record: the norm statistics, the [N, W], [N, KD] and [N, F] values,
+ * and the attention weights. */
 static size_t block_arena_size(const pd_model *m, size_t B, size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
     return N * (6 + 12 * W + 3 * m->kv_width + 5 * F) + B * m->cfg.heads * T * T;
 }
 
+static double *carve(double **p, size_t n) {
+    double *out = *p;
+    *p += n;
+    return out;
+}
+
+static void norm_bind(pd_norm_rec *r, double **p, size_t N, size_t W) {
+    r->mean_square = carve(p, N);
+    r->shifted = carve(p, N);
+    r->inverse_rms = carve(p, N);
+    r->normalized = carve(p, N * W);
+    r->out = carve(p, N * W);
+}
+
 static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    const size_t KV = N * m->kv_width, NW = N * W, NF = N * F;
-    r->arena = p;
-    r->an_m = p; p += N; r->an_z = p; p += N; r->an_r = p; p += N;
-    r->fn_m = p; p += N; r->fn_z = p; p += N; r->fn_r = p; p += N;
-    r->an_n = p; p += NW; r->an = p; p += NW; r->qh = p; p += NW; r->qr = p; p += NW;
-    r->ho = p; p += NW; r->mg = p; p += NW; r->ao = p; p += NW; r->aa = p; p += NW;
-    r->fn_n = p; p += NW; r->fn = p; p += NW; r->dn = p; p += NW; r->out = p; p += NW;
-    r->kh = p; p += KV; r->vh = p; p += KV; r->kr = p; p += KV;
-    r->gl = p; p += NF; r->sg = p; p += NF; r->gs = p; p += NF; r->up = p; p += NF; r->pr = p; p += NF;
-    r->pm = p;
+    const size_t NW = N * W, NKV = N * m->kv_width, NF = N * F;
+    norm_bind(&r->attn_norm, &p, N, W);
+    norm_bind(&r->ffn_norm, &p, N, W);
+    r->query_heads = carve(&p, NW);
+    r->rot_query_heads = carve(&p, NW);
+    r->head_outputs = carve(&p, NW);
+    r->merged = carve(&p, NW);
+    r->attn_out = carve(&p, NW);
+    r->after_attn = carve(&p, NW);
+    r->ffn_out = carve(&p, NW);
+    r->out = carve(&p, NW);
+    r->key_heads = carve(&p, NKV);
+    r->value_heads = carve(&p, NKV);
+    r->rot_key_heads = carve(&p, NKV);
+    r->gate_linear = carve(&p, NF);
+    r->gate_sigmoid = carve(&p, NF);
+    r->gate_silu = carve(&p, NF);
+    r->up = carve(&p, NF);
+    r->product = carve(&p, NF);
+    r->weights = p; /* B * H * T * T */
 }
 
 #define CHECK_FINITE(buf, n, blk, kind)                                                   \
@@ -154,51 +180,60 @@ static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, 
             return pd_fail(e, PD_ERR_NONFINITE, where_, (buf)[where_], (blk), (kind));    \
     } while (0)
 
-static pd_status block_forward(const pd_model *m, const pd_graph *g, size_t b, const double *x,
-                               pd_block_rec *r, double *sq, double *sk, double *sv, pd_error *e) {
+static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, pd_norm_rec *r,
+                              int blk, int node, pd_error *e) {
+    const pd_config *c = &g->model->cfg;
+    return pd_rmsnorm_forward(g->N, c->model_width, x, gain, c->rms_epsilon, g->valid, r->mean_square,
+                              r->shifted, r->inverse_rms, r->normalized, r->out, blk, node, e);
+}
+
+/* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
+static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_block_rec *r,
+                               pd_error *e) {
+    const pd_model *m = g->model;
     const pd_config *c = &m->cfg;
     const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
     const size_t KVD = m->kv_width, D = m->head_width;
     pd_param *const *P = m->params + 1 + 9 * b;
     const int blk = (int)b;
-    pd_status st = pd_rmsnorm_forward(N, W, x, P[PD_P_ATTN_GAIN]->value, c->rms_epsilon, g->valid,
-                                      r->an_m, r->an_z, r->an_r, r->an_n, r->an, blk,
-                                      PD_N_ATTN_NORM_OUTPUT, e);
+    pd_status st = norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &r->attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e);
     if (st != PD_OK) return st;
-    pd_mm_nn(N, W, W, r->an, W, P[PD_P_WQ]->value, W, sq, W, 0);
-    pd_mm_nn(N, W, KVD, r->an, W, P[PD_P_WK]->value, KVD, sk, KVD, 0);
-    pd_mm_nn(N, W, KVD, r->an, W, P[PD_P_WV]->value, KVD, sv, KVD, 0);
-    CHECK_FINITE(sq, N * W, blk, PD_N_QUERY_HEADS);
-    CHECK_FINITE(sk, N * KVD, blk, PD_N_KEY_HEADS);
-    CHECK_FINITE(sv, N * KVD, blk, PD_N_VALUE_HEADS);
-    pd_split_heads(B, T, c->heads, D, sq, r->qh);
-    pd_split_heads(B, T, c->kv_heads, D, sk, r->kh);
-    pd_split_heads(B, T, c->kv_heads, D, sv, r->vh);
-    pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->qh, r->qr, 0);
-    pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->kh, r->kr, 0);
+    const double *an = r->attn_norm.out;
+    pd_mm_nn(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0);
+    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0);
+    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0);
+    CHECK_FINITE(g->q, N * W, blk, PD_N_QUERY_HEADS);
+    CHECK_FINITE(g->k, N * KVD, blk, PD_N_KEY_HEADS);
+    CHECK_FINITE(g->v, N * KVD, blk, PD_N_VALUE_HEADS);
+    pd_split_heads(B, T, c->heads, D, g->q, r->query_heads);
+    pd_split_heads(B, T, c->kv_heads, D, g->k, r->key_heads);
+    pd_split_heads(B, T, c->kv_heads, D, g->v, r->value_heads);
+    pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->query_heads, r->rot_query_heads, 0);
+    pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->key_heads, r->rot_key_heads, 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
-    st = pd_attention_forward(&geom, r->qr, r->kr, r->vh, r->pm, r->ho, blk, e);
+    st = pd_attention_forward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
+                              r->head_outputs, blk, e);
     if (st != PD_OK) return st;
-    CHECK_FINITE(r->ho, N * W, blk, PD_N_HEAD_OUTPUTS);
-    pd_merge_heads(B, T, c->heads, D, r->ho, r->mg);
-    pd_mm_nn(N, W, W, r->mg, W, P[PD_P_WO]->value, W, r->ao, W, 0);
-    CHECK_FINITE(r->ao, N * W, blk, PD_N_ATTN_OUTPUT);
-    pd_add_vec(N * W, x, r->ao, r->aa);
-    CHECK_FINITE(r->aa, N * W, blk, PD_N_AFTER_ATTENTION);
-    st = pd_rmsnorm_forward(N, W, r->aa, P[PD_P_FFN_GAIN]->value, c->rms_epsilon, g->valid,
-                            r->fn_m, r->fn_z, r->fn_r, r->fn_n, r->fn, blk, PD_N_FFN_NORM_OUTPUT, e);
+    CHECK_FINITE(r->head_outputs, N * W, blk, PD_N_HEAD_OUTPUTS);
+    pd_merge_heads(B, T, c->heads, D, r->head_outputs, r->merged);
+    pd_mm_nn(N, W, W, r->merged, W, P[PD_P_WO]->value, W, r->attn_out, W, 0);
+    CHECK_FINITE(r->attn_out, N * W, blk, PD_N_ATTN_OUTPUT);
+    pd_add_vec(N * W, x, r->attn_out, r->after_attn);
+    CHECK_FINITE(r->after_attn, N * W, blk, PD_N_AFTER_ATTENTION);
+    st = norm_forward(g, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e);
     if (st != PD_OK) return st;
-    pd_mm_nn(N, W, F, r->fn, W, P[PD_P_WG]->value, F, r->gl, F, 0);
-    CHECK_FINITE(r->gl, N * F, blk, PD_N_GATE_LINEAR);
-    pd_silu_forward(N * F, r->gl, r->sg, r->gs);
-    CHECK_FINITE(r->gs, N * F, blk, PD_N_GATE_SILU);
-    pd_mm_nn(N, W, F, r->fn, W, P[PD_P_WU]->value, F, r->up, F, 0);
+    const double *fn = r->ffn_norm.out;
+    pd_mm_nn(N, W, F, fn, W, P[PD_P_WG]->value, F, r->gate_linear, F, 0);
+    CHECK_FINITE(r->gate_linear, N * F, blk, PD_N_GATE_LINEAR);
+    pd_silu_forward(N * F, r->gate_linear, r->gate_sigmoid, r->gate_silu);
+    CHECK_FINITE(r->gate_silu, N * F, blk, PD_N_GATE_SILU);
+    pd_mm_nn(N, W, F, fn, W, P[PD_P_WU]->value, F, r->up, F, 0);
     CHECK_FINITE(r->up, N * F, blk, PD_N_UP);
-    pd_mul_vec(N * F, r->gs, r->up, r->pr);
-    CHECK_FINITE(r->pr, N * F, blk, PD_N_PRODUCT);
-    pd_mm_nn(N, F, W, r->pr, F, P[PD_P_WD]->value, W, r->dn, W, 0);
-    CHECK_FINITE(r->dn, N * W, blk, PD_N_FFN_OUTPUT);
-    pd_add_vec(N * W, r->aa, r->dn, r->out);
+    pd_mul_vec(N * F, r->gate_silu, r->up, r->product);
+    CHECK_FINITE(r->product, N * F, blk, PD_N_PRODUCT);
+    pd_mm_nn(N, F, W, r->product, F, P[PD_P_WD]->value, W, r->ffn_out, W, 0);
+    CHECK_FINITE(r->ffn_out, N * W, blk, PD_N_FFN_OUTPUT);
+    pd_add_vec(N * W, r->after_attn, r->ffn_out, r->out);
     CHECK_FINITE(r->out, N * W, blk, PD_N_BLOCK_OUTPUT);
     return PD_OK;
 }
@@ -246,102 +281,126 @@ static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *val
     return PD_OK;
 }
 
-pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
-                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
-                           int record, pd_error *e) {
-    memset(g, 0, sizeof *g);
-    g->model = m;
-    const pd_config *c = &m->cfg;
-    const size_t L = c->layers, W = c->model_width, V = c->vocabulary_size;
-    size_t N, tmp;
-    if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
-    if (!pd_mul_ok(B, T, &N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
-    if (T > c->max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
-    g->B = B; g->T = T; g->N = N; g->recorded = record;
-    const size_t blk = block_arena_size(m, B, T);
+/* Doubles of the graph's one pooled arena; every element is written before it is read. */
+typedef struct {
+    size_t block;  /* one block record */
+    size_t global; /* x0, final norm, logits, q/k/v projection scratch */
+    size_t sites;  /* copies of the residual sites (unrecorded forward only) */
+    size_t total;  /* global + stored block records + sites */
+} graph_sizes;
+
+static pd_status graph_sizes_of(const pd_graph *g, graph_sizes *s, pd_error *e) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size, L = m->cfg.layers;
     const size_t n_sites = 2 * L + 1;
-    /* overflow guard for every arena below: sizes are sums of products bounded by this */
-    if (!pd_mul_ok(N, V + 16 * W + 8 * m->kv_width + 8 * c->feed_forward_width + 16, &tmp) ||
-        !pd_mul_ok(blk, L + 1, &tmp) || !pd_mul_ok(n_sites, N * W, &tmp))
+    size_t tmp;
+    s->block = block_arena_size(m, g->B, g->T);
+    /* overflow guard for every size below: they are sums of products bounded by these */
+    if (!pd_mul_ok(N, V + 16 * W + 8 * m->kv_width + 8 * m->cfg.feed_forward_width + 16, &tmp) ||
+        !pd_mul_ok(s->block, L + 1, &tmp) || !pd_mul_ok(n_sites, N * W, &tmp))
         return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    s->global = N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width;
+    s->sites = g->recorded ? 0 : n_sites * N * W;
+    if (!pd_mul_ok(g->n_blocks_stored, s->block, &s->total) || !pd_add_ok(s->total, s->global, &s->total) ||
+        !pd_add_ok(s->total, s->sites, &s->total))
+        return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    return PD_OK;
+}
+
+/* The layout arrays, the block records and the arena; on failure the caller frees g. */
+static pd_status graph_alloc(pd_graph *g, const graph_sizes *s, pd_error *e) {
+    const size_t N = g->N, n_sites = 2 * g->model->cfg.layers + 1;
     g->ids = malloc(N * sizeof(int64_t));
     g->targets = malloc(N * sizeof(int64_t));
     g->valid = malloc(N);
     g->pos = malloc(N * sizeof(size_t));
     g->seg_start = malloc(N * sizeof(size_t));
     g->seg_end = malloc(N * sizeof(size_t));
-    g->revisions = malloc((m->n_params + 1) * sizeof(uint64_t));
+    g->revisions = malloc((g->model->n_params + 1) * sizeof(uint64_t));
     g->sites = malloc(n_sites * sizeof(double *));
-    g->n_blocks_stored = record ? L : (L ? 1 : 0);
     g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
-    /* one pooled arena, every element written before it is read: x0, final norm (5 arrays),
-     * logits, q/k/v scratch, the block records, then (unrecorded) the residual sites */
-    const size_t global = N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width;
-    const size_t sites_sz = record ? 0 : n_sites * N * W;
-    size_t arena_sz;
-    if (!pd_mul_ok(g->n_blocks_stored, blk, &arena_sz) || !pd_add_ok(arena_sz, global, &arena_sz) ||
-        !pd_add_ok(arena_sz, sites_sz, &arena_sz)) {
-        pd_graph_free(g);
-        return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
-    }
-    g->arena = pd_buf_get(arena_sz, 0, e);
+    g->arena = pd_buf_get(s->total, 0, e);
     if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
-        !g->revisions || !g->sites || !g->blocks || !g->arena) {
-        pd_graph_free(g);
+        !g->revisions || !g->sites || !g->blocks || !g->arena)
         return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
-    }
-    for (size_t i = 0; i < g->n_blocks_stored; i++)
-        block_bind(&g->blocks[i], g->arena + global + i * blk, m, B, T);
-    if (!record) g->site_arena = g->arena + global + g->n_blocks_stored * blk;
+    return PD_OK;
+}
+
+/* Carves the arena: global values, then the block records, then the site copies. */
+static void graph_bind(pd_graph *g, const graph_sizes *s) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
     double *p = g->arena;
-    g->x0 = p; p += N * W;
-    g->fo_m = p; p += N; g->fo_z = p; p += N; g->fo_r = p; p += N;
-    g->fo_n = p; p += N * W; g->fo = p; p += N * W;
-    g->logits = p; p += N * V;
-    double *sq = p; p += N * W;
-    double *sk = p; p += N * m->kv_width;
-    double *sv = p;
+    g->x0 = carve(&p, N * W);
+    g->final_norm.mean_square = carve(&p, N);
+    g->final_norm.shifted = carve(&p, N);
+    g->final_norm.inverse_rms = carve(&p, N);
+    g->final_norm.normalized = carve(&p, N * W);
+    g->final_norm.out = carve(&p, N * W);
+    g->logits = carve(&p, N * V);
+    g->q = carve(&p, N * W);
+    g->k = carve(&p, N * m->kv_width);
+    g->v = carve(&p, N * m->kv_width);
+    for (size_t i = 0; i < g->n_blocks_stored; i++) block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
+    g->site_arena = g->recorded ? NULL : g->arena + s->global + g->n_blocks_stored * s->block;
+}
 
-    pd_status st = fill_layout(g, ids, valid, pos, seg_start, e);
-    if (st != PD_OK) { pd_graph_free(g); return st; }
-    for (size_t i = 0; i < m->n_params; i++) g->revisions[i] = m->params[i]->revision;
+/* Residual site i is value itself when recorded, else a copy that outlives the shared record. */
+static const double *keep_site(pd_graph *g, size_t i, double *value) {
+    const size_t NW = g->N * g->model->cfg.model_width;
+    if (g->recorded) return g->sites[i] = value;
+    g->sites[i] = g->site_arena + i * NW;
+    memcpy(g->sites[i], value, NW * sizeof(double));
+    return g->sites[i];
+}
 
+/* Embedding, blocks, final norm and tied head (docs/numerics.md §5.6). */
+static pd_status graph_run(pd_graph *g, pd_error *e) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
     const double *E = m->params[0]->value;
     pd_embedding_forward(N, W, E, g->ids, g->valid, g->x0);
-    g->sites[0] = g->x0;
-    if (!record) memcpy(g->site_arena, g->x0, N * W * sizeof(double));
-    const double *x = g->x0;
-    for (size_t b = 0; b < L; b++) {
-        pd_block_rec *r = &g->blocks[record ? b : 0];
-        st = block_forward(m, g, b, x, r, sq, sk, sv, e);
-        if (st != PD_OK) { pd_graph_free(g); return st; }
-        if (record) {
-            g->sites[2 * b + 1] = r->aa;
-            g->sites[2 * b + 2] = r->out;
-            x = r->out;
-        } else {
-            double *s1 = g->site_arena + (2 * b + 1) * N * W, *s2 = s1 + N * W;
-            memcpy(s1, r->aa, N * W * sizeof(double));
-            memcpy(s2, r->out, N * W * sizeof(double));
-            g->sites[2 * b + 1] = s1;
-            g->sites[2 * b + 2] = s2;
-            x = s2;
-        }
+    const double *x = keep_site(g, 0, g->x0);
+    for (size_t b = 0; b < m->cfg.layers; b++) {
+        pd_block_rec *r = &g->blocks[g->recorded ? b : 0];
+        pd_status st = block_forward(g, b, x, r, e);
+        if (st != PD_OK) return st;
+        keep_site(g, 2 * b + 1, r->after_attn);
+        x = keep_site(g, 2 * b + 2, r->out);
     }
-    if (!record) g->sites[0] = g->site_arena;
-    st = pd_rmsnorm_forward(N, W, x, m->params[m->n_params - 1]->value, c->rms_epsilon, g->valid,
-                            g->fo_m, g->fo_z, g->fo_r, g->fo_n, g->fo, -1, PD_N_FINAL_NORM_OUTPUT, e);
-    if (st != PD_OK) { pd_graph_free(g); return st; }
-    pd_mm_nt(N, W, V, g->fo, W, E, W, g->logits, V, 0);
-    {
-        size_t where;
-        if (!pd_all_finite(g->logits, N * V, &where)) {
-            double v = g->logits[where];
-            pd_graph_free(g);
-            return pd_fail(e, PD_ERR_NONFINITE, where, v, -1, PD_N_LOGITS);
-        }
-    }
+    pd_status st = norm_forward(g, x, m->params[m->n_params - 1]->value, &g->final_norm, -1,
+                                PD_N_FINAL_NORM_OUTPUT, e);
+    if (st != PD_OK) return st;
+    pd_mm_nt(N, W, V, g->final_norm.out, W, E, W, g->logits, V, 0);
+    CHECK_FINITE(g->logits, N * V, -1, PD_N_LOGITS);
     return PD_OK;
+}
+
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e) {
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(B, T, &g->N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
+    g->B = B;
+    g->T = T;
+    g->recorded = record;
+    g->n_blocks_stored = record ? m->cfg.layers : (m->cfg.layers ? 1 : 0);
+    graph_sizes sizes;
+    pd_status st = graph_sizes_of(g, &sizes, e);
+    if (st == PD_OK) st = graph_alloc(g, &sizes, e);
+    if (st == PD_OK) {
+        graph_bind(g, &sizes);
+        st = fill_layout(g, ids, valid, pos, seg_start, e);
+    }
+    if (st == PD_OK) {
+        for (size_t i = 0; i < m->n_params; i++) g->revisions[i] = m->params[i]->revision;
+        st = graph_run(g, e);
+    }
+    if (st != PD_OK) pd_graph_free(g);
+    return st;
 }
 
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
@@ -393,7 +452,7 @@ double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, siz
         *rank = 3; dims[0] = B; dims[1] = T; dims[2] = W;
         switch (kind) {
         case PD_N_EMBEDDING: return g->sites[0];
-        case PD_N_FINAL_NORM_OUTPUT: return g->fo;
+        case PD_N_FINAL_NORM_OUTPUT: return g->final_norm.out;
         case PD_N_LOGITS: dims[2] = m->cfg.vocabulary_size; return g->logits;
         case PD_N_LOSS: *rank = 0; return g->has_loss ? (double *)&g->loss : NULL;
         case PD_N_PER_TARGET_NLL: *rank = 2; return g->has_loss ? g->nll : NULL;
@@ -409,29 +468,29 @@ double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, siz
     const pd_block_rec *r = &g->blocks[block];
     *rank = 3; dims[0] = B; dims[1] = T; dims[2] = W;
     switch (kind) {
-    case PD_N_ATTN_MEAN_SQUARE: dims[2] = 1; return r->an_m;
-    case PD_N_ATTN_INVERSE_RMS: dims[2] = 1; return r->an_r;
-    case PD_N_ATTN_NORMALIZED: return r->an_n;
-    case PD_N_ATTN_NORM_OUTPUT: return r->an;
-    case PD_N_MERGED: return r->mg;
-    case PD_N_ATTN_OUTPUT: return r->ao;
-    case PD_N_FFN_NORM_OUTPUT: return r->fn;
-    case PD_N_FFN_OUTPUT: return r->dn;
-    case PD_N_GATE_LINEAR: dims[2] = F; return r->gl;
-    case PD_N_GATE_SILU: dims[2] = F; return r->gs;
+    case PD_N_ATTN_MEAN_SQUARE: dims[2] = 1; return r->attn_norm.mean_square;
+    case PD_N_ATTN_INVERSE_RMS: dims[2] = 1; return r->attn_norm.inverse_rms;
+    case PD_N_ATTN_NORMALIZED: return r->attn_norm.normalized;
+    case PD_N_ATTN_NORM_OUTPUT: return r->attn_norm.out;
+    case PD_N_MERGED: return r->merged;
+    case PD_N_ATTN_OUTPUT: return r->attn_out;
+    case PD_N_FFN_NORM_OUTPUT: return r->ffn_norm.out;
+    case PD_N_FFN_OUTPUT: return r->ffn_out;
+    case PD_N_GATE_LINEAR: dims[2] = F; return r->gate_linear;
+    case PD_N_GATE_SILU: dims[2] = F; return r->gate_silu;
     case PD_N_UP: dims[2] = F; return r->up;
-    case PD_N_PRODUCT: dims[2] = F; return r->pr;
+    case PD_N_PRODUCT: dims[2] = F; return r->product;
     default: break;
     }
     *rank = 4; dims[0] = B; dims[1] = H; dims[2] = T; dims[3] = D;
     switch (kind) {
-    case PD_N_QUERY_HEADS: return r->qh;
-    case PD_N_ROT_QUERY_HEADS: return r->qr;
-    case PD_N_HEAD_OUTPUTS: return r->ho;
-    case PD_N_KEY_HEADS: dims[1] = KV; return r->kh;
-    case PD_N_VALUE_HEADS: dims[1] = KV; return r->vh;
-    case PD_N_ROT_KEY_HEADS: dims[1] = KV; return r->kr;
-    case PD_N_WEIGHTS: dims[3] = T; return r->pm;
+    case PD_N_QUERY_HEADS: return r->query_heads;
+    case PD_N_ROT_QUERY_HEADS: return r->rot_query_heads;
+    case PD_N_HEAD_OUTPUTS: return r->head_outputs;
+    case PD_N_KEY_HEADS: dims[1] = KV; return r->key_heads;
+    case PD_N_VALUE_HEADS: dims[1] = KV; return r->value_heads;
+    case PD_N_ROT_KEY_HEADS: dims[1] = KV; return r->rot_key_heads;
+    case PD_N_WEIGHTS: dims[3] = T; return r->weights;
     default: return NULL;
     }
 }

@@ -33,12 +33,26 @@ typedef struct {
     double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
 } pd_model;
 
+/* Saved values of one RMSNorm (docs/numerics.md §5.1). */
 typedef struct {
-    double *an_m, *an_z, *an_r, *an_n, *an;
-    double *qh, *kh, *vh, *qr, *kr, *pm, *ho, *mg, *ao, *aa;
-    double *fn_m, *fn_z, *fn_r, *fn_n, *fn;
-    double *gl, *sg, *gs, *up, *pr, *dn, *out;
-    double *arena;
+    double *mean_square;  /* m [N] */
+    double *shifted;      /* z = m + eps [N] */
+    double *inverse_rms;  /* r = exp(log(z) * -0.5) [N] */
+    double *normalized;   /* n = x * r [N, W] */
+    double *out;          /* n * gain [N, W] */
+} pd_norm_rec;
+
+/* The values one block records (docs/numerics.md §5.3-§5.6), named like its pd_node_kind. */
+typedef struct {
+    pd_norm_rec attn_norm, ffn_norm;
+    double *query_heads, *rot_query_heads;   /* [B, H, T, D] */
+    double *key_heads, *rot_key_heads;       /* [B, K, T, D] */
+    double *value_heads;                     /* [B, K, T, D] */
+    double *weights;                         /* [B, H, T, T] attention probabilities */
+    double *head_outputs;                    /* [B, H, T, D] */
+    double *merged, *attn_out, *after_attn;  /* [N, W] */
+    double *gate_linear, *gate_sigmoid, *gate_silu, *up, *product; /* [N, F] */
+    double *ffn_out, *out;                   /* [N, W] */
 } pd_block_rec;
 
 typedef struct {
@@ -51,11 +65,13 @@ typedef struct {
     size_t *seg_end;     /* [N] one past the last t of the segment */
     int recorded;        /* 0: blocks share one scratch record */
     size_t n_blocks_stored;
-    double *x0;
+    double *x0;          /* [N, W] embedding output */
     double **sites;      /* [2L+1] residual sites (views into records or own copies) */
-    double *site_arena;
+    double *site_arena;  /* the copies of an unrecorded forward */
     pd_block_rec *blocks;
-    double *fo_m, *fo_z, *fo_r, *fo_n, *fo, *logits;
+    double *q, *k, *v;   /* projection scratch [N, W], [N, KD], [N, KD] before the head split */
+    pd_norm_rec final_norm;
+    double *logits;      /* [N, V] */
     double *prob;        /* [N, V] once a loss is attached */
     double *nll;         /* [N] per-target NLL once a loss is attached */
     int64_t *targets;
@@ -68,8 +84,9 @@ typedef struct {
 
 pd_status pd_config_validate(const pd_config *c, pd_error *e);
 pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e);
-/* Shape of parameter i: rank (1 or 2) and dims; name written into buf. */
+/* Shape of parameter i (docs/numerics.md §3.1): rank (1 or 2) and dims. */
 pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2]);
+/* Name of parameter i written into buf (NUL-terminated, truncated to cap); returns its length. */
 size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap);
 size_t pd_param_tensor_count(const pd_config *c);
 

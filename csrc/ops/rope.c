@@ -22,32 +22,40 @@ pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double 
 }
 
 typedef struct {
-    size_t B, Hn, T, D;
+    size_t Hn, T, D;
     const size_t *pos;
     const double *sin_t, *cos_t, *in;
     double *out;
-    int inverse, merge;
-} rows_ctx;
+} rope_ctx;
 
 /* Rows are (b, h, t) head rows; each writes only its own output row. */
-static void rope_rows(void *vctx, size_t begin, size_t end) {
-    const rows_ctx *c = vctx;
+static void rotate_rows(void *vctx, size_t begin, size_t end) {
+    const rope_ctx *c = vctx;
     const size_t half = c->D / 2, T = c->T, D = c->D;
     for (size_t row = begin; row < end; row++) {
-        const size_t b = row / (c->Hn * T), t = row % T;
-        const size_t p = c->pos[b * T + t];
-        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half;
-        const double *a = c->in + row * D;
+        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];
+        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D;
         double *o = c->out + row * D;
         for (size_t j = 0; j < half; j++) {
             const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];
-            if (!c->inverse) {
-                o[2 * j] = pd_canon(l * cs - r * s);
-                o[2 * j + 1] = pd_canon(l * s + r * cs);
-            } else {
-                o[2 * j] = pd_canon(l * cs + r * s);
-                o[2 * j + 1] = pd_canon(r * cs - l * s);
-            }
+            o[2 * j] = pd_canon(l * cs - r * s);
+            o[2 * j + 1] = pd_canon(l * s + r * cs);
+        }
+    }
+}
+
+/* The VJP: the inverse rotation with the same table entries. */
+static void unrotate_rows(void *vctx, size_t begin, size_t end) {
+    const rope_ctx *c = vctx;
+    const size_t half = c->D / 2, T = c->T, D = c->D;
+    for (size_t row = begin; row < end; row++) {
+        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];
+        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D;
+        double *o = c->out + row * D;
+        for (size_t j = 0; j < half; j++) {
+            const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];
+            o[2 * j] = pd_canon(l * cs + r * s);
+            o[2 * j + 1] = pd_canon(r * cs - l * s);
         }
     }
 }
@@ -55,33 +63,45 @@ static void rope_rows(void *vctx, size_t begin, size_t end) {
 void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
                    const double *sin_t, const double *cos_t, const double *in, double *out,
                    int inverse) {
-    rows_ctx c = {B, Hn, T, D, pos, sin_t, cos_t, in, out, inverse, 0};
-    pd_parallel_for(B * Hn * T, 1 + 16384 / (D ? D : 1), rope_rows, &c);
+    rope_ctx c = {Hn, T, D, pos, sin_t, cos_t, in, out};
+    pd_parallel_for(B * Hn * T, 1 + 16384 / (D ? D : 1), inverse ? unrotate_rows : rotate_rows, &c);
 }
 
+typedef struct {
+    size_t T, Hn, D;
+    const double *src;
+    double *dst;
+} heads_ctx;
+
 /* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...]. */
-static void head_rows(void *vctx, size_t begin, size_t end) {
-    const rows_ctx *c = vctx;
+static void split_rows(void *vctx, size_t begin, size_t end) {
+    const heads_ctx *c = vctx;
     const size_t T = c->T, Hn = c->Hn, D = c->D;
-    for (size_t bt = begin; bt < end; bt++) {
-        const size_t b = bt / T, t = bt % T;
+    for (size_t bt = begin; bt < end; bt++)
         for (size_t h = 0; h < Hn; h++) {
-            double *hd = (double *)(c->merge ? c->in : c->out) + ((b * Hn + h) * T + t) * D;
-            double *xr = (double *)(c->merge ? c->out : c->in) + bt * Hn * D + h * D;
-            if (c->merge)
-                for (size_t d = 0; d < D; d++) xr[d] = hd[d];
-            else
-                for (size_t d = 0; d < D; d++) hd[d] = xr[d];
+            const double *xr = c->src + bt * Hn * D + h * D;
+            double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;
+            for (size_t d = 0; d < D; d++) hd[d] = xr[d];
         }
-    }
+}
+
+static void merge_rows(void *vctx, size_t begin, size_t end) {
+    const heads_ctx *c = vctx;
+    const size_t T = c->T, Hn = c->Hn, D = c->D;
+    for (size_t bt = begin; bt < end; bt++)
+        for (size_t h = 0; h < Hn; h++) {
+            const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;
+            double *xr = c->dst + bt * Hn * D + h * D;
+            for (size_t d = 0; d < D; d++) xr[d] = hd[d];
+        }
 }
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
-    rows_ctx c = {B, Hn, T, D, NULL, NULL, NULL, x, heads, 0, 0};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), head_rows, &c);
+    heads_ctx c = {T, Hn, D, x, heads};
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), split_rows, &c);
 }
 
 void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
-    rows_ctx c = {B, Hn, T, D, NULL, NULL, NULL, heads, x, 0, 1};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), head_rows, &c);
+    heads_ctx c = {T, Hn, D, heads, x};
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), merge_rows, &c);
 }

@@ -1,0 +1,83 @@
+"""The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, and
+every C file that exports something has the header named after it."""
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).parent.parent
+CSRC = ROOT / "csrc"
+MAX_LINES = 80
+
+
+def _strip(text):
+    """Comments and string/char literals blanked out, newlines kept (so line numbers hold)."""
+    pattern = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def functions(path):
+    """(name, first line, last line) of every function definition in a C file."""
+    text = _strip(path.read_text())
+    # preprocessor lines and their continuations (macros may hold braces) do not count as code
+    lines, in_directive = [], False
+    for raw in text.split("\n"):
+        directive = in_directive or raw.lstrip().startswith("#")
+        in_directive = directive and raw.rstrip().endswith("\\")
+        lines.append(" " * len(raw) if directive else raw)
+    text = "\n".join(lines)
+    out, depth, head_start, head = [], 0, 0, ""
+    line = 1
+    start = None
+    for ch in text:
+        if ch == "{":
+            if depth == 0 and re.search(r"\b(\w+)\s*\([^;{}]*\)\s*$", head) and "=" not in head:
+                name = re.search(r"\b(\w+)\s*\([^;{}]*\)\s*$", head).group(1)
+                start = (name, head_start)
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                if start:
+                    out.append((start[0], start[1], line))
+                start = None
+                head, head_start = "", line + 1
+                continue
+        elif ch == ";" and depth == 0:
+            head, head_start = "", line + 1
+            continue
+        if depth == 0:
+            if not head.strip() and not ch.isspace():
+                head_start = line
+            head += ch
+        if ch == "\n":
+            line += 1
+    return out
+
+
+def test_the_length_counter_finds_known_functions():
+    found = {name: (a, b) for name, a, b in functions(CSRC / "pd_backward.c")}
+    assert {"pd_graph_backward", "block_backward", "head_backward", "capture"} <= set(found)
+    a, b = found["capture"]
+    assert 5 <= b - a + 1 <= 10
+
+
+def test_no_core_function_outside_the_kernels_is_longer_than_80_lines():
+    long = []
+    for path in sorted(CSRC.rglob("*.c")):
+        if "kernels" in path.relative_to(CSRC).parts:
+            continue
+        for name, first, last in functions(path):
+            if last - first + 1 > MAX_LINES:
+                long.append(f"{path.relative_to(ROOT)}:{first} {name} ({last - first + 1} lines)")
+    assert not long, long
+
+
+def test_every_exporting_c_file_has_its_own_header():
+    missing = []
+    for path in sorted(CSRC.rglob("*.c")):
+        if path.parent.name == "ops" or path.name.startswith("ukernel_"):
+            continue  # ops share pd_ops.h; the per-ISA micro-kernels share ukernel.h
+        text = _strip(path.read_text())
+        exports = re.findall(r"^(?!static)[a-z_][\w \*]*\b(pd_\w+)\s*\(", text, re.M)
+        if exports and not path.with_suffix(".h").exists():
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, missing
