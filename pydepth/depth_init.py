@@ -124,7 +124,11 @@ class DepthScalePolicy:
 @dataclass(frozen=True)
 class DepthInitializationBudget:
     """Upper bounds a configuration must respect before any model array is allocated:
-    total stored parameter scalars and position capacity (both integers in [0, 2**64))."""
+    total stored parameter scalars and position capacity (both integers in [0, 2**64)).
+
+    The budget is a guard against allocating a model larger than the caller meant to (a typo
+    in a width or depth becomes :class:`BudgetExceededError` before any memory is touched).
+    :meth:`for_config` gives exactly the budget one configuration needs."""
 
     max_parameters: int
     max_positions: int
@@ -134,6 +138,14 @@ class DepthInitializationBudget:
                            _nonneg_int("max_parameters", self.max_parameters, InvalidBudgetError))
         object.__setattr__(self, "max_positions",
                            _nonneg_int("max_positions", self.max_positions, InvalidBudgetError))
+
+    @classmethod
+    def for_config(cls, config: DecoderConfig) -> "DepthInitializationBudget":
+        """Exactly the budget ``config`` needs: its stored parameter count and its position
+        capacity (so a budget-edge check passes and one more parameter would not)."""
+        if not isinstance(config, DecoderConfig):
+            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        return cls(max_parameters=config.parameter_count, max_positions=config.max_positions)
 
     def check(self, config: DecoderConfig) -> None:
         """Raises :class:`BudgetExceededError` naming both numbers when ``config`` exceeds this

@@ -114,4 +114,8 @@ class NonFiniteValueError(DepthHealthError, ValueError):
     """A valid value, or a ratio to classify, is not finite."""
 
 
+class InvalidBandError(DepthHealthError, ValueError):
+    """A health band is not a pair ``(low, high)`` of finite numbers with ``0 <= low <= high``."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

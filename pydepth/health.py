@@ -5,7 +5,13 @@ Site 0 is the input residual (embedding output); site ``2b+1`` is the state afte
 attention addition and site ``2b+2`` the state after its feed-forward addition. Activation RMS
 is divided by the input RMS ``A_0`` and adjoint RMS by the terminal residual-adjoint RMS
 ``G_{2L}``; both normalizers must be positive and finite (no epsilon repair). Only valid
-positions enter any arithmetic. Ratios are classified in the inclusive band ``HEALTH_BAND``.
+positions enter any arithmetic. Ratios are classified in an inclusive band, by default the
+chapter's ``HEALTH_BAND`` ``[0.01, 100]``; the band used is recorded in the report.
+
+The work is split in three: checks of the caller's objects (:func:`observe_residual_health`),
+RMS over valid positions (:func:`valid_feature_rms`) and report building
+(:func:`health_report_from_sites` / :func:`health_report_from_rms`), which other observers (the
+PyTorch bridge) call with site activations and adjoints they computed themselves.
 """
 from __future__ import annotations
 
@@ -17,12 +23,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import (EmptyValidityError, InvalidGeometryError, InvalidNormalizerError,
+from .errors import (EmptyValidityError, InvalidBandError, InvalidGeometryError, InvalidNormalizerError,
                      MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
 from .model import DecoderModel, ForwardRecord, GraphValue
 
-__all__ = ["HEALTH_BAND", "RatioBand", "classify_ratio", "ResidualHealthRow", "BranchHealthRow",
-           "DepthHealthReport", "observe_residual_health", "valid_feature_rms", "site_label"]
+__all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
+           "BranchHealthRow", "DepthHealthReport", "observe_residual_health",
+           "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "site_label"]
+
+#: A band argument: ``None`` for the chapter's :data:`HEALTH_BAND`, else ``(low, high)``.
+BandLike = Optional[Sequence[float]]
 
 #: The inclusive band [low, high] of dimensionless residual ratios counted as healthy.
 HEALTH_BAND: Tuple[float, float] = (0.01, 100.0)
@@ -32,23 +42,45 @@ _SMALLEST_SAFE = 2.0 ** -511  # squares of magnitudes at least this large are no
 
 
 class RatioBand(enum.Enum):
-    """Where a ratio lies relative to the inclusive :data:`HEALTH_BAND`."""
+    """Where a ratio lies relative to an inclusive band (by default :data:`HEALTH_BAND`)."""
 
     WITHIN = "within"
     BELOW = "below"
     ABOVE = "above"
 
 
-def classify_ratio(x: float) -> RatioBand:
-    """Classifies an unrounded ratio: ``BELOW`` if ``x < 0.01``, ``ABOVE`` if ``x > 100``,
-    else ``WITHIN`` (both endpoints included). Non-finite ratios raise
-    :class:`NonFiniteValueError`."""
+def check_band(band: BandLike = None) -> Tuple[float, float]:
+    """The band as ``(low, high)`` floats: ``None`` gives the chapter's :data:`HEALTH_BAND`
+    (read at call time); otherwise two finite real numbers with ``0 <= low <= high``, else
+    :class:`InvalidBandError` naming the value."""
+    if band is None:
+        band = HEALTH_BAND
+    if isinstance(band, (str, bytes)) or not isinstance(band, Sequence) and not isinstance(band, np.ndarray):
+        raise InvalidBandError(f"band must be a pair (low, high), got {band!r}")
+    if len(band) != 2:
+        raise InvalidBandError(f"band must be a pair (low, high), got {len(band)} values: {band!r}")
+    for edge in band:
+        if isinstance(edge, bool) or not isinstance(edge, numbers.Real):
+            raise InvalidBandError(f"band edges must be real numbers, got {edge!r} in {band!r}")
+    low, high = float(band[0]), float(band[1])
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise InvalidBandError(f"band edges must be finite, got ({low!r}, {high!r})")
+    if not 0.0 <= low <= high:
+        raise InvalidBandError(f"band must satisfy 0 <= low <= high, got ({low!r}, {high!r})")
+    return low, high
+
+
+def classify_ratio(x: float, band: BandLike = None) -> RatioBand:
+    """Classifies an unrounded ratio against the inclusive ``band`` (default the chapter's
+    ``[0.01, 100]``): ``BELOW`` if ``x < low``, ``ABOVE`` if ``x > high``, else ``WITHIN``
+    (both endpoints included). Non-finite ratios raise :class:`NonFiniteValueError`; a bad
+    band raises :class:`InvalidBandError`."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"ratio must be a real number, got {x!r}")
+    low, high = check_band(band)
     v = float(x)
     if not math.isfinite(v):
         raise NonFiniteValueError(f"cannot classify non-finite ratio {v!r}")
-    low, high = HEALTH_BAND
     if v < low:
         return RatioBand.BELOW
     if v > high:
@@ -158,7 +190,8 @@ class BranchHealthRow:
 
 @dataclass(frozen=True)
 class DepthHealthReport:
-    """Residual health of one decoder on one forward pass and its mean loss."""
+    """Residual health of one decoder on one forward pass and its mean loss; ``band`` is the
+    inclusive band the statuses were classified against."""
 
     valid_positions: int
     width: int
@@ -167,6 +200,7 @@ class DepthHealthReport:
     sites: Tuple[ResidualHealthRow, ...]
     branches: Tuple[BranchHealthRow, ...]
     final_norm_gain: Tuple[float, ...]
+    band: Tuple[float, float] = HEALTH_BAND
 
     @property
     def within_band(self) -> bool:
@@ -193,7 +227,7 @@ class DepthHealthReport:
         return {"valid_positions": self.valid_positions, "width": self.width,
                 "input_activation_normalizer": self.input_activation_normalizer,
                 "terminal_adjoint_normalizer": self.terminal_adjoint_normalizer,
-                "band": list(HEALTH_BAND),
+                "band": list(self.band),
                 "sites": [r.to_dict() for r in self.sites],
                 "activation_ratio_min": a_min, "activation_ratio_max": a_max,
                 "adjoint_ratio_min": g_min, "adjoint_ratio_max": g_max,
@@ -207,7 +241,7 @@ class DepthHealthReport:
         if title:
             lines.append(title)
         lines.append(f"valid positions {self.valid_positions}, width {self.width}, band "
-                     f"[{HEALTH_BAND[0]}, {HEALTH_BAND[1]:g}] inclusive")
+                     f"[{self.band[0]:g}, {self.band[1]:g}] inclusive")
         lines.append(f"input activation RMS normalizer A_0: {self.input_activation_normalizer:.6f}")
         lines.append(f"terminal residual-adjoint RMS normalizer G_2L: {self.terminal_adjoint_normalizer:.6f}")
         header = ("site", "stage", "A_s", "A_s/A_0", "class", "G_s", "G_s/G_2L", "class")
@@ -237,15 +271,89 @@ def _gain(model: DecoderModel, name: str) -> Tuple[float, ...]:
     return tuple(float(v) for v in model.parameter(name).value)
 
 
-def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue,
-                            valid: Optional[Any] = None) -> DepthHealthReport:
-    """Observes residual activation RMS and completed mean-loss adjoint RMS at all 2L+1 sites.
+def _positive_normalizer(value: float, name: str) -> float:
+    if not (math.isfinite(value) and value > 0.0):
+        raise InvalidNormalizerError(f"{name} is {value!r}; a ratio normalizer must be positive and finite")
+    return value
 
-    ``fwd`` must come from ``model`` and ``loss`` must be the mean loss attached to ``fwd``;
-    ``valid`` (bool ``[B, T]``, default ``fwd.valid``) selects the positions observed and may
-    not include padding. Runs exactly one ordinary reverse pass of ``loss`` (parameter
-    gradients accumulate as for ``loss.backward()``); adds no graph operation, random draw or
-    weight change. Every check that needs no adjoint runs before the reverse pass."""
+
+_A0 = "input activation RMS A_0"
+_G2L = "terminal residual-adjoint RMS G_2L"
+
+
+def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequence[float], *,
+                           valid_positions: int, width: int, band: BandLike = None,
+                           labels: Optional[Sequence[str]] = None,
+                           branches: Sequence[BranchHealthRow] = (),
+                           final_norm_gain: Sequence[float] = ()) -> DepthHealthReport:
+    """Builds a report from per-site RMS values (site 0 the input, the last site the terminal
+    residual): ratios to ``A_0`` and ``G_last``, classified in ``band`` (default the chapter's).
+
+    ``labels`` name the sites (default :func:`site_label`, the 2L+1 layout of a sequential
+    decoder; a parallel-residual model passes its own L+1 labels). Raises
+    :class:`InvalidNormalizerError` when a normalizer is not positive and finite,
+    :class:`NonFiniteValueError` for a non-finite RMS and :class:`InvalidGeometryError` when
+    lengths disagree."""
+    low_high = check_band(band)
+    acts = [float(a) for a in activation_rms]
+    grads = [float(g) for g in adjoint_rms]
+    if not acts or len(acts) != len(grads):
+        raise InvalidGeometryError(f"{len(acts)} activation RMS values and {len(grads)} adjoint RMS "
+                                   "values: need the same positive number of sites")
+    names = [site_label(i) for i in range(len(acts))] if labels is None else [str(x) for x in labels]
+    if len(names) != len(acts):
+        raise InvalidGeometryError(f"{len(names)} labels for {len(acts)} sites")
+    for what, values in (("activation", acts), ("adjoint", grads)):
+        bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+        if bad:
+            raise NonFiniteValueError(f"site {bad[0]} {what} RMS is {values[bad[0]]!r}")
+    a0 = _positive_normalizer(acts[0], _A0)
+    g_last = _positive_normalizer(grads[-1], _G2L)
+    rows = []
+    for i, (a, g) in enumerate(zip(acts, grads)):
+        ar, gr = a / a0, g / g_last
+        rows.append(ResidualHealthRow(site=i, label=names[i], activation_rms=a, adjoint_rms=g,
+                                      activation_ratio=ar, adjoint_ratio=gr,
+                                      activation_status=classify_ratio(ar, low_high),
+                                      adjoint_status=classify_ratio(gr, low_high)))
+    return DepthHealthReport(valid_positions=int(valid_positions), width=int(width),
+                             input_activation_normalizer=a0, terminal_adjoint_normalizer=g_last,
+                             sites=tuple(rows), branches=tuple(branches),
+                             final_norm_gain=tuple(float(v) for v in final_norm_gain), band=low_high)
+
+
+def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any], valid: Any, *,
+                             band: BandLike = None, labels: Optional[Sequence[str]] = None,
+                             branches: Sequence[BranchHealthRow] = (),
+                             final_norm_gain: Sequence[float] = ()) -> DepthHealthReport:
+    """Builds a report from site activations and their completed adjoints (each ``[B, T, D]``
+    array-like, site 0 the input residual) over the positions ``valid`` (bool ``[B, T]``)
+    selects: the same RMS arithmetic and classification as :func:`observe_residual_health`.
+
+    For observers that run their own forward and reverse pass (the PyTorch bridge); see
+    :func:`health_report_from_rms` for ``labels``, ``branches`` and the errors."""
+    acts = list(activations)
+    grads = list(adjoints)
+    if not acts or len(acts) != len(grads):
+        raise InvalidGeometryError(f"{len(acts)} site activations and {len(grads)} adjoints: "
+                                   "need the same positive number of sites")
+    mask = np.asarray(valid)
+    shapes = [np.shape(a) for a in acts]
+    for i, (shape, g) in enumerate(zip(shapes, grads)):
+        if shape != shapes[0]:
+            raise InvalidGeometryError(f"site {i} has shape {shape}; site 0 has {shapes[0]}")
+        if np.shape(g) != shape:
+            raise InvalidGeometryError(f"site {i} adjoint shape {np.shape(g)} differs from the site's {shape}")
+    activation_rms = [valid_feature_rms(a, mask, what=f"site {i}") for i, a in enumerate(acts)]
+    _positive_normalizer(activation_rms[0], _A0)
+    adjoint_rms = [valid_feature_rms(g, mask, what=f"adjoint of site {i}") for i, g in enumerate(grads)]
+    return health_report_from_rms(activation_rms, adjoint_rms, valid_positions=int(mask.sum()),
+                                  width=int(shapes[0][-1]) if shapes[0] else 0, band=band,
+                                  labels=labels, branches=branches, final_norm_gain=final_norm_gain)
+
+
+def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, valid: Optional[Any]) -> np.ndarray:
+    """Every check of the caller's objects that needs no adjoint; returns the validity mask."""
     if not isinstance(model, DecoderModel):
         raise TypeError(f"model must be a DecoderModel, got {type(model).__name__}")
     if not isinstance(fwd, ForwardRecord):
@@ -274,45 +382,68 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
     if padded.any():
         b, t = (int(i) for i in np.argwhere(padded)[0])
         raise InvalidGeometryError(f"position [{b}, {t}] is padding in the forward record and cannot be observed")
+    if loss.record is not fwd or not fwd.recorded:
+        raise MissingAdjointError(
+            "site 0 (input) has no completed adjoint: the loss was not recorded on this forward record")
+    return mask
 
+
+def _site_adjoints(model: DecoderModel, loss: GraphValue, sites: Sequence[GraphValue],
+                   accumulate_gradients: bool) -> List[np.ndarray]:
+    """One reverse pass returning each site's completed adjoint; with ``accumulate_gradients``
+    false every parameter gradient is restored to its value before the pass."""
+    saved = None if accumulate_gradients else [np.array(p.grad) for p in model.parameters]
+    try:
+        adjoints = loss.backward_with_selected_adjoints(sites)
+    finally:
+        if saved is not None:
+            for p, g in zip(model.parameters, saved):
+                p._p.restore_grad(g.reshape(-1))
+    out = []
+    for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
+        if adjoint is None:
+            raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
+        out.append(adjoint)
+    return out
+
+
+def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue,
+                            valid: Optional[Any] = None, *, band: BandLike = None,
+                            accumulate_gradients: bool = True) -> DepthHealthReport:
+    """Observes residual activation RMS and completed mean-loss adjoint RMS at all 2L+1 sites.
+
+    ``fwd`` must come from ``model`` and ``loss`` must be the mean loss attached to ``fwd``;
+    ``valid`` (bool ``[B, T]``, default ``fwd.valid``) selects the positions observed and may
+    not include padding. ``band`` (default the chapter's ``[0.01, 100]``) is the inclusive band
+    the ratios are classified in; the report records it.
+
+    Gradients: the observer runs exactly one ordinary reverse pass of ``loss``. By default
+    (the chapter's behaviour) that pass accumulates parameter gradients exactly as
+    ``loss.backward()`` would, so do not call ``loss.backward()`` again for the same step.
+    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was (it costs
+    one copy of the gradients). It adds no graph operation, random draw or weight change. Every
+    check that needs no adjoint runs before the reverse pass."""
+    if not isinstance(accumulate_gradients, bool):
+        raise TypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
+    low_high = check_band(band)
+    mask = _observed_mask(model, fwd, loss, valid)
     sites = list(fwd.residual_sites)
     activations = [valid_feature_rms(s.value, mask, what=s.name) for s in sites]
     branch_rms = [(valid_feature_rms(blk.attention_output.value, mask, what=blk.attention_output.name),
                    valid_feature_rms(blk.feed_forward_output.value, mask, what=blk.feed_forward_output.name))
                   for blk in fwd.blocks]
-    a0 = activations[0]
-    if not (math.isfinite(a0) and a0 > 0.0):
-        raise InvalidNormalizerError(
-            f"input activation RMS A_0 is {a0!r}; a ratio normalizer must be positive and finite")
-    if loss.record is not fwd or not fwd.recorded:
-        raise MissingAdjointError(
-            "site 0 (input) has no completed adjoint: the loss was not recorded on this forward record")
-    adjoints = loss.backward_with_selected_adjoints(sites)
+    _positive_normalizer(activations[0], _A0)
+    adjoints = _site_adjoints(model, loss, sites, accumulate_gradients)
     gradients = []
     for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
-        if adjoint is None:
-            raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
         if tuple(adjoint.shape) != tuple(site.shape):
             raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
         gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
-    g_last = gradients[-1]
-    if not (math.isfinite(g_last) and g_last > 0.0):
-        raise InvalidNormalizerError(
-            f"terminal residual-adjoint RMS G_2L is {g_last!r}; a ratio normalizer must be positive and finite")
-    rows = []
-    for i, (a, g) in enumerate(zip(activations, gradients)):
-        ar = a / a0
-        gr = g / g_last
-        rows.append(ResidualHealthRow(site=i, label=site_label(i), activation_rms=a, adjoint_rms=g,
-                                      activation_ratio=ar, adjoint_ratio=gr,
-                                      activation_status=classify_ratio(ar),
-                                      adjoint_status=classify_ratio(gr)))
     branches = tuple(
         BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
                         attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
                         feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
         for b, (att, ffn) in enumerate(branch_rms))
-    return DepthHealthReport(valid_positions=int(mask.sum()), width=cfg.model_width,
-                             input_activation_normalizer=a0, terminal_adjoint_normalizer=g_last,
-                             sites=tuple(rows), branches=branches,
-                             final_norm_gain=_gain(model, "final_norm.gain"))
+    return health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
+                                  width=model.config.model_width, band=low_high,
+                                  branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
