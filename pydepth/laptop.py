@@ -4,14 +4,14 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Dict, Optional, Sequence, TextIO
 
 import numpy as np
 
 from ._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationBudget, FreshDepthInitialization
-from .health import observe_residual_health
+from .health import check_band, observe_residual_health
 from .model import DecoderModel, NamedParameter
 from .threads import get_num_threads
 
@@ -50,27 +50,30 @@ class _Progress:
         self.out.flush()
 
 
-def _run(model: DecoderModel, ids: np.ndarray, targets: np.ndarray, label: str, say: _Progress) -> Dict[str, Any]:
+def _run(model: DecoderModel, ids: np.ndarray, targets: np.ndarray, label: str, say: _Progress,
+         band: Optional[Sequence[float]]) -> Dict[str, Any]:
     say(f"{label}: forward ({ids.shape[1]} tokens)")
     t0 = time.perf_counter()
     fwd = model.forward(ids)
     loss = fwd.loss(targets)
     t1 = time.perf_counter()
     say(f"{label}: loss {loss.item():.6f} nats; backward and residual health")
-    report = observe_residual_health(model, fwd, loss)
+    report = observe_residual_health(model, fwd, loss, band=band)
     t2 = time.perf_counter()
     return {"label": label, "loss": loss.item(), "forward_seconds": t1 - t0,
             "backward_and_observe_seconds": t2 - t1, "report": report}
 
 
 def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool = False,
-             progress: Optional[TextIO] = None) -> Dict[str, Any]:
+             progress: Optional[TextIO] = None, band: Optional[Sequence[float]] = None) -> Dict[str, Any]:
     """Prepares and completes the plan through FreshDepthInitialization, then runs one
-    forward+backward with residual health (and the same-base unscaled control if asked)."""
+    forward+backward with residual health (and the same-base unscaled control if asked),
+    classified in ``band`` (default the chapter's)."""
+    band = check_band(band)
     say = _Progress(progress or sys.stderr)
     ids, targets = deterministic_batch(cfg, tokens)
     rng = SplitMix64(seed)
-    budget = DepthInitializationBudget(max_parameters=cfg.parameter_count, max_positions=cfg.max_positions)
+    budget = DepthInitializationBudget.for_config(cfg)
     say(f"preparing base model: {cfg.parameter_count:,} parameters, {get_num_threads()} threads")
     t0 = time.perf_counter()
     fresh = FreshDepthInitialization.prepare(cfg, budget, rng)
@@ -81,10 +84,10 @@ def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool
     del fresh
     build_seconds = time.perf_counter() - t0
     say(f"initialized with factor {init.record.factor:.6f} ({init.record.transformed_tensors} tensors scaled)")
-    runs = [_run(init.model, ids, targets, "initialized", say)]
+    runs = [_run(init.model, ids, targets, "initialized", say, band)]
     if control:
         runs.append(_run(DecoderModel.from_parameters(cfg, base_copy), ids, targets,
-                         "same_base_unscaled_control", say))
+                         "same_base_unscaled_control", say, band))
     say("done")
     return {"config": cfg.to_dict(), "parameter_count": cfg.parameter_count, "tokens": tokens,
             "seed": seed, "threads": get_num_threads(), "build_seconds": build_seconds,

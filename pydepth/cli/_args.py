@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -55,9 +55,9 @@ def error(message: str) -> None:
 
 def plot_missing() -> bool:
     """True (after saying so) when matplotlib is missing; checked before any work."""
-    from ..plots import PlotDependencyError, _pyplot
+    from ..plot_style import PlotDependencyError, pyplot
     try:
-        _pyplot()
+        pyplot()
     except PlotDependencyError as err:
         error(str(err))
         return True
@@ -81,3 +81,58 @@ def rows(name: str, values: Sequence[Any], batch: int) -> np.ndarray:
     if not values or len(values) % batch:
         raise ValueError(f"{len(values)} {name} cannot be split into {batch} equal rows")
     return np.array(values).reshape(batch, len(values) // batch)
+
+
+def band(text: str) -> Any:
+    """``LOW,HIGH``: an inclusive health band (checked like the API's ``band=``)."""
+    from ..errors import InvalidBandError
+    from ..health import check_band
+    try:
+        return check_band([float(x) for x in text.split(",")])
+    except (ValueError, InvalidBandError) as err:
+        raise argparse.ArgumentTypeError(f"--band expects LOW,HIGH with 0 <= LOW <= HIGH, got {text!r} ({err})") from None
+
+
+def add_band(p: argparse.ArgumentParser) -> None:
+    """``--band LOW,HIGH`` (default the chapter's 0.01,100)."""
+    p.add_argument("--band", type=band, default=None, metavar="LOW,HIGH",
+                   help="inclusive band the ratios are classified in (default the chapter's 0.01,100); "
+                   "recorded in the report")
+
+
+def add_output(p: argparse.ArgumentParser, *, default_format: str) -> None:
+    """``--format json|table`` and ``--output FILE``, the same on every subcommand."""
+    other = "table" if default_format == "json" else "json"
+    p.add_argument("--format", choices=("json", "table"), default=default_format,
+                   help=f"{'a JSON document' if default_format == 'json' else 'tables for people'} "
+                   f"(default) or {'tables for people' if other == 'table' else 'a JSON document'}")
+    p.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
+
+
+def add_plot(p: argparse.ArgumentParser) -> None:
+    """``--plot PATH`` for subcommands that draw one figure."""
+    p.add_argument("--plot", metavar="PATH", help="also write the ratio plot: PATH ending in .png, "
+                   ".svg or .pdf writes that file, any other PATH writes PATH.png and PATH.svg "
+                   "(needs pip install 'pydepth[plot]')")
+
+
+def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
+    """Writes ``doc`` as JSON or ``text`` (per ``--format``) to ``--output`` or stdout."""
+    body = (json.dumps(doc, indent=1) if args.format == "json" else text) + "\n"
+    if getattr(args, "output", None):
+        with open(args.output, "w") as fh:
+            fh.write(body)
+        sys.stderr.write(f"wrote {args.output}\n")
+    else:
+        sys.stdout.write(body)
+
+
+def plot_paths(path: str, draw: Callable[[Any, Optional[Sequence[str]]], List[Any]]) -> List[Any]:
+    """Calls ``draw(target, formats)`` for ``--plot PATH`` (see :func:`add_plot`); creates the
+    parent directory."""
+    import pathlib
+    target = pathlib.Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.suffix.lower() in (".png", ".svg", ".pdf"):
+        return draw(target, None)
+    return draw(target, ("png", "svg"))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from . import _args
@@ -10,11 +9,13 @@ from . import _args
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``demo`` subcommand and its options."""
-    p = sub.add_parser("demo", help="run the chapter's fixed example (four seeded fixtures)")
-    p.add_argument("--format", choices=("json", "table"), default="json",
-                   help="JSON document (default) or tables for people")
-    p.add_argument("--plot", metavar="DIR", help="also write ratio plots (PNG and SVG) into DIR "
-                   "(needs pip install 'pydepth[plot]')")
+    p = sub.add_parser("demo", help="run the chapter's fixed example (four seeded fixtures)",
+                       description="Initialize the chapter's four fixed decoders (seed 4701) and "
+                       "their same-base unscaled controls, check every stored transform bit for bit, "
+                       "and report residual health; exits 1 when a self-check fails.")
+    _args.add_output(p, default_format="json")
+    p.add_argument("--plot", metavar="DIR", help="also write one ratio plot per fixture (PNG and SVG, "
+                   "control overlaid) into DIR (needs pip install 'pydepth[plot]')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,10 +28,7 @@ def run(args: argparse.Namespace) -> int:
     except DemoCheckError as err:
         _args.error(str(err))
         return 1
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-    else:
-        sys.stdout.write(demo_table(doc) + "\n")
+    _args.emit(args, doc, demo_table(doc) if args.format == "table" else "")
     if args.plot:
         from ..plots import plot_demo
         for path in plot_demo(doc, args.plot):

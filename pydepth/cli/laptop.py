@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 
 from . import _args
 
@@ -12,36 +12,54 @@ _OVERRIDES = ("vocabulary_size", "model_width", "layers", "heads", "kv_heads",
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``laptop`` subcommand and its options."""
-    p = sub.add_parser("laptop", help="run the laptop-scale decoder")
+    p = sub.add_parser("laptop", help="run the laptop-scale decoder (32.5M parameters, ~1 GB)",
+                       description="Build the chapter's laptop plan through FreshDepthInitialization "
+                       "and run one forward, backward and residual-health observation, with progress "
+                       "on stderr. The size options shrink the plan for quick runs.")
     p.add_argument("--tokens", type=_args.positive, default=None,
                    help="tokens per pass (default 512, or max positions if smaller)")
-    p.add_argument("--format", choices=("json", "table"), default="table",
-                   help="tables for people (default) or a JSON document")
-    p.add_argument("--control", action="store_true", help="also run the same-base unscaled control")
-    p.add_argument("--seed", type=_args.seed, default=4701, help="SplitMix64 seed (default 4701)")
+    p.add_argument("--seed", type=_args.seed, default=4701,
+                   help="SplitMix64 seed of the base initializer (default 4701)")
+    p.add_argument("--control", action="store_true",
+                   help="also observe the same-base unscaled control (the base draw before depth scaling)")
+    _args.add_band(p)
+    _args.add_output(p, default_format="table")
+    _args.add_plot(p)
     for name in _OVERRIDES:
-        p.add_argument("--" + name.replace("_", "-"), type=_args.positive, default=None,
-                       help=f"override the plan's {name} (reduced test sizes)")
+        p.add_argument("--" + name.replace("_", "-"), type=_args.positive, default=None, metavar="N",
+                       help=f"override the plan's {name} (reduced sizes for quick runs)")
+
+
+def _table(result: dict, tokens: int) -> str:
+    lines = [f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
+             f"{result['threads']} threads, seed {result['seed']}",
+             f"build (prepare + complete): {result['build_seconds']:.2f} s"]
+    for r in result["runs"]:
+        lines += ["", r["report"].to_table(title=f"{r['label']}: loss {r['loss']:.6f} nats"),
+                  f"forward {r['forward_seconds']:.2f} s, backward + observation "
+                  f"{r['backward_and_observe_seconds']:.2f} s"]
+    lines += ["", f"peak resident memory: {result['peak_rss_mib']:.0f} MiB"]
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth laptop``; returns the exit code."""
     from ..laptop import plan_config, run_plan
+    if args.plot and _args.plot_missing():
+        return 2
     cfg = plan_config({k: getattr(args, k) for k in _OVERRIDES})
     tokens = args.tokens or min(512, cfg.max_positions)
-    result = run_plan(cfg, tokens, seed=args.seed, control=args.control)
-    if args.format == "json":
-        doc = dict(result)
-        doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
-        print(json.dumps(doc, indent=2))
-        return 0
-    print(f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
-          f"{result['threads']} threads, seed {result['seed']}")
-    print(f"build (prepare + complete): {result['build_seconds']:.2f} s")
-    for r in result["runs"]:
-        print()
-        print(r["report"].to_table(title=f"{r['label']}: loss {r['loss']:.6f} nats"))
-        print(f"forward {r['forward_seconds']:.2f} s, backward + observation "
-              f"{r['backward_and_observe_seconds']:.2f} s")
-    print(f"\npeak resident memory: {result['peak_rss_mib']:.0f} MiB")
+    result = run_plan(cfg, tokens, seed=args.seed, control=args.control, band=args.band)
+    doc = dict(result)
+    doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
+    _args.emit(args, doc, _table(result, tokens))
+    if args.plot:
+        from ..plots import describe_config, plot_report
+        runs = result["runs"]
+        record = result["record"]
+        for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
+                runs[0]["report"], target, control=runs[1]["report"] if len(runs) > 1 else None,
+                model=f"laptop plan, {describe_config(cfg)}", seed=args.seed, formats=formats,
+                policy=f"{record['policy_id']} (factor {record['factor']:.6f})")):
+            sys.stderr.write(f"wrote {path}\n")
     return 0

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+from typing import Any, Dict
 
 import numpy as np
 
@@ -14,26 +13,44 @@ from . import _args
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``observe`` subcommand and its options."""
     p = sub.add_parser("observe", help="depth-initialize a configured decoder and observe "
-                       "its residual health")
+                       "its residual health", description="Depth-initialize the decoder CONFIG.json "
+                       "describes from SEED, run one forward and backward pass on the given tokens, "
+                       "and report residual activation and adjoint RMS ratios at every site.")
     p.add_argument("--config", required=True, metavar="CONFIG.json",
                    help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}})")
-    p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed")
-    p.add_argument("--tokens", required=True, type=_args.ints, help="comma-separated input ids, row-major")
-    p.add_argument("--targets", required=True, type=_args.ints, help="comma-separated target ids, row-major")
-    p.add_argument("--valid", type=_args.bits, help="comma-separated 0/1 validity flags, row-major; "
-                   "0 marks padding (one segment per row)")
+    p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed of the base initializer")
+    p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
+                   help="comma-separated input ids, row-major")
+    p.add_argument("--targets", required=True, type=_args.ints, metavar="IDS",
+                   help="comma-separated target ids, row-major")
+    p.add_argument("--valid", type=_args.bits, metavar="FLAGS",
+                   help="comma-separated 0/1 validity flags, row-major; 0 marks padding (one segment per row)")
     p.add_argument("--batch", type=_args.positive, default=1, help="number of rows (default 1)")
-    p.add_argument("--format", choices=("json", "table"), default="json",
-                   help="JSON document (default) or a table for people")
-    p.add_argument("--plot", metavar="FILE", help="also write a ratio plot to FILE (.png/.svg)")
+    p.add_argument("--control", action="store_true",
+                   help="also observe the same-base unscaled control (the base draw before depth scaling)")
+    _args.add_band(p)
+    _args.add_output(p, default_format="json")
+    _args.add_plot(p)
+
+
+def _observe(model: Any, tokens: np.ndarray, targets: np.ndarray, valid: Any, band: Any) -> Dict[str, Any]:
+    from ..batch import Batch
+    from ..health import observe_residual_health
+    if valid is not None:
+        row_ids = np.arange(tokens.shape[0])[:, None]
+        fwd = model.forward(Batch(tokens, targets, np.where(valid, row_ids, -1)))
+        loss = fwd.loss()
+    else:
+        fwd = model.forward(tokens)
+        loss = fwd.loss(targets)
+    return {"loss": loss.item(), "report": observe_residual_health(model, fwd, loss, band=band)}
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
     from .._core import SplitMix64
-    from ..batch import Batch
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
-    from ..health import observe_residual_health
+    from ..model import DecoderModel, NamedParameter
     if args.plot and _args.plot_missing():
         return 2
     cfg = _args.load_config(args.config)
@@ -41,32 +58,37 @@ def run(args: argparse.Namespace) -> int:
     targets = _args.rows("targets", args.targets, args.batch).astype(np.int64)
     if targets.shape != tokens.shape:
         raise ValueError(f"targets shape {targets.shape} differs from tokens shape {tokens.shape}")
-    rng = SplitMix64(args.seed)
-    fresh = FreshDepthInitialization.prepare(
-        cfg, DepthInitializationBudget(cfg.parameter_count, cfg.max_positions), rng)
-    init = fresh.complete()
-    model = init.model
+    valid = None
     if args.valid is not None:
         valid = _args.rows("validity flags", args.valid, args.batch).astype(bool)
         if valid.shape != tokens.shape:
             raise ValueError(f"validity shape {valid.shape} differs from tokens shape {tokens.shape}")
-        row_ids = np.arange(tokens.shape[0])[:, None]
-        source: Any = Batch(tokens, targets, np.where(valid, row_ids, -1))
-        fwd = model.forward(source)
-        loss = fwd.loss()
-    else:
-        fwd = model.forward(tokens)
-        loss = fwd.loss(targets)
-    report = observe_residual_health(model, fwd, loss)
-    doc = {"config": cfg.to_dict(), "seed": args.seed, "token_shape": list(tokens.shape),
-           "record": init.record.to_dict(), "loss": loss.item(), "report": report.to_dict()}
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-    else:
-        sys.stdout.write(report.to_table(
-            f"Depth-initialized decoder: {cfg.layers} blocks, width {cfg.model_width}, factor "
-            f"{init.record.factor:.6f}, seed {args.seed}, mean loss {loss.item():.6f} nats") + "\n")
+    fresh = FreshDepthInitialization.prepare(cfg, DepthInitializationBudget.for_config(cfg), SplitMix64(args.seed))
+    control_model = None
+    if args.control:  # a copy of the actual base draw, before completion scales it
+        control_model = DecoderModel.from_parameters(
+            cfg, [NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+    init = fresh.complete()
+    observed = _observe(init.model, tokens, targets, valid, args.band)
+    doc: Dict[str, Any] = {"config": cfg.to_dict(), "seed": args.seed, "token_shape": list(tokens.shape),
+                           "record": init.record.to_dict(), "loss": observed["loss"],
+                           "report": observed["report"].to_dict()}
+    control = None
+    if control_model is not None:
+        control = _observe(control_model, tokens, targets, valid, args.band)
+        doc["same_base_unscaled_control"] = {"loss": control["loss"], "report": control["report"].to_dict()}
+    title = (f"Depth-initialized decoder: {cfg.layers} blocks, width {cfg.model_width}, factor "
+             f"{init.record.factor:.6f}, seed {args.seed}, mean loss {observed['loss']:.6f} nats")
+    text = observed["report"].to_table(title)
+    if control is not None:
+        text += "\n\n" + control["report"].to_table(
+            f"Same-base unscaled control: mean loss {control['loss']:.6f} nats")
+    _args.emit(args, doc, text)
     if args.plot:
-        from ..plots import plot_report
-        sys.stderr.write(f"wrote {plot_report(doc['report'], args.plot)}\n")
+        from ..plots import describe_config, plot_report
+        for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
+                observed["report"], target, control=None if control is None else control["report"],
+                model=describe_config(cfg), seed=args.seed, formats=formats,
+                policy=f"{init.record.policy_id} (factor {init.record.factor:.6f})")):
+            sys.stderr.write(f"wrote {path}\n")
     return 0
