@@ -1,6 +1,12 @@
 """pydepth: depth-aware initialization and residual health for small float64 decoders,
 bit-exact to the chapter's reference core."""
-from ._core import SplitMix64
+try:
+    from ._core import SplitMix64
+except ModuleNotFoundError as _err:  # an unbuilt checkout shadows the installed package
+    if _err.name != f"{__name__}._core":
+        raise
+    from ._unbuilt import unbuilt_core
+    unbuilt_core(__file__)
 from .batch import Batch
 from .config import DecoderConfig
 from .errors import *  # noqa: F401,F403

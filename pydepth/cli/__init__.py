@@ -22,11 +22,18 @@ def _module(name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
+def _version() -> str:
+    from .. import __version__
+    from .._core import kernel_path
+    return f"pydepth {__version__} (core kernels: {kernel_path()})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every subcommand."""
     parser = argparse.ArgumentParser(
         prog="pydepth", description="Depth-scaled initialization and residual health of small "
-        "float64 decoders (chapter 6).")
+        "float64 decoders (chapter 6).", epilog="Run 'pydepth COMMAND --help' for a command's options.")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:

@@ -12,7 +12,7 @@ _OVERRIDES = ("vocabulary_size", "model_width", "layers", "heads", "kv_heads",
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``laptop`` subcommand and its options."""
-    p = sub.add_parser("laptop", help="run the laptop-scale decoder (32.5M parameters, ~1 GB)",
+    p = sub.add_parser("laptop", help="run the laptop-scale decoder (32.5M parameters, about 2 GB of memory)",
                        description="Build the chapter's laptop plan through FreshDepthInitialization "
                        "and run one forward, backward and residual-health observation, with progress "
                        "on stderr. The size options shrink the plan for quick runs.")

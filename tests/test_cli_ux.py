@@ -1,0 +1,106 @@
+"""The command line as a new user meets it: --version, help on every option, the same option
+names everywhere, observe --control/--band/--output, and a clear message from an unbuilt tree."""
+import argparse
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import pydepth
+from pydepth import DecoderConfig, cli
+
+SOURCE = pathlib.Path(__file__).resolve().parents[1]
+
+
+def subparsers():
+    parser = cli.build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return parser, action.choices
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith(f"pydepth {pydepth.__version__} (core kernels: ")
+
+
+def test_every_option_of_every_subcommand_has_help():
+    parser, subs = subparsers()
+    assert set(subs) == set(cli.SUBCOMMANDS)
+    for name, sub in [("pydepth", parser), *subs.items()]:
+        for action in sub._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, f"{name} {action.option_strings}"
+
+
+def test_shared_options_have_one_name_and_meaning():
+    _, subs = subparsers()
+    opts = {name: {o: a for a in sub._actions for o in a.option_strings} for name, sub in subs.items()}
+    for name in ("demo", "observe", "laptop"):
+        assert opts[name]["--format"].choices == ("json", "table")
+        assert "--output" in opts[name] and "--plot" in opts[name]
+    for name in ("observe", "laptop"):
+        assert {"--control", "--band", "--seed"} <= set(opts[name])
+    for name in ("observe", "trace"):
+        assert {"--config", "--seed", "--tokens", "--targets", "--batch"} <= set(opts[name])
+    assert "--output" in opts["trace"]
+
+
+def _cfg(tmp_path, cfg=DecoderConfig(266, 4, 1, 4, 8, 4)):
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    return ["observe", "--config", str(path), "--seed", "4701", "--tokens", "0,99,100,101",
+            "--targets", "99,100,101,1"]
+
+
+def test_observe_control_equals_the_demo_control(tmp_path, capsys):
+    from pydepth.demo import demo_trace
+    assert cli.main([*_cfg(tmp_path), "--control"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = demo_trace()["fixtures"][2]["same_base_unscaled_control"]
+    assert doc["same_base_unscaled_control"]["loss"] == want["loss"]
+    assert doc["same_base_unscaled_control"]["report"] == {k: v for k, v in want.items() if k != "loss"}
+    assert cli.main([*_cfg(tmp_path), "--control", "--format", "table"]) == 0
+    assert "Same-base unscaled control: mean loss" in capsys.readouterr().out
+
+
+def test_observe_band_is_used_and_recorded(tmp_path, capsys):
+    assert cli.main([*_cfg(tmp_path), "--band", "0.5,2"]) == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert report["band"] == [0.5, 2.0] and report["within_band"] is False
+    for bad in ("2,1", "x", "1", "nan,1"):
+        with pytest.raises(SystemExit) as info:
+            cli.main([*_cfg(tmp_path), "--band", bad])
+        assert info.value.code == 2
+        assert "--band expects LOW,HIGH" in capsys.readouterr().err
+
+
+def test_output_writes_the_document_to_a_file(tmp_path, capsys):
+    out = tmp_path / "observed.json"
+    assert cli.main([*_cfg(tmp_path), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"wrote {out}" in captured.err
+    assert json.loads(out.read_text())["report"]["within_band"] is True
+    assert cli.main(["demo", "--format", "table", "--output", str(tmp_path / "demo.txt")]) == 0
+    assert "Narrow decoder, eight complete blocks" in (tmp_path / "demo.txt").read_text()
+
+
+def test_unbuilt_source_tree_gets_a_clear_message(tmp_path):
+    # a checkout without the compiled core: pyproject.toml and the Python sources only
+    shutil.copy(SOURCE / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(SOURCE / "pydepth", tmp_path / "pydepth",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__", "*.c"))
+    run = subprocess.run([sys.executable, "-m", "pydepth", "demo"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    assert "pydepth: error: pydepth's compiled core (pydepth._core) is missing" in run.stderr
+    assert "pip install ." in run.stderr and str(tmp_path / "pydepth") in run.stderr
+    run = subprocess.run([sys.executable, "-c", "import pydepth"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 1 and "ImportError: pydepth's compiled core" in run.stderr
