@@ -1,21 +1,27 @@
 """Chapter 6: initialize residual projection weights for decoder depth, then observe residual
 activation RMS and completed mean-loss adjoints.
 
-Run:  python examples/ch06_depth_stable_decoder.py          (walk-through, then the demo JSON)
-      python -m pydepth demo --format table                 (the chapter's tables)
+Run:  python examples/ch06_depth_stable_decoder.py                 (walk-through and summary)
+      python examples/ch06_depth_stable_decoder.py --json demo.json (also the full demo document)
+      pydepth demo --format table                                  (every table of the chapter)
 """
+import argparse
 import json
 
 import numpy as np
 
 import pydepth
 from pydepth.demo import demo_trace
+from pydepth.health import format_table
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--json", metavar="FILE", help="write the full demo document (JSON) to FILE")
+args = parser.parse_args()
 
 # One fresh preparation: the base decoder is drawn from a clone of the caller's generator.
 cfg = pydepth.DecoderConfig(266, 4, 1, 4, 8, 4)  # vocabulary, width, heads, ff, blocks, positions
 rng = pydepth.SplitMix64(4701)
-fresh = pydepth.FreshDepthInitialization.prepare(
-    cfg, pydepth.DepthInitializationBudget(max_parameters=8304, max_positions=16), rng)
+fresh = pydepth.FreshDepthInitialization.prepare(cfg, pydepth.DepthInitializationBudget.for_config(cfg), rng)
 assert rng.state == 4701  # untouched until complete() succeeds
 
 # A same-base unscaled control copies the actual base values (no second draw).
@@ -41,5 +47,17 @@ try:
 except pydepth.NotFreshError as err:
     print(f"\nrefused as expected: {err}")
 
-print()
-print(json.dumps(demo_trace(), indent=1))
+# The chapter's four fixtures, each with its control: the largest ratios side by side.
+doc = demo_trace()
+print("\nThe chapter's fixtures (seed 4701): largest ratio over the residual sites")
+rows = [(fx["id"], fx["title"], f"{fx['factor']:.6f}",
+         f"{fx['initialized']['activation_ratio_max']:.6f}",
+         f"{fx['same_base_unscaled_control']['activation_ratio_max']:.6f}",
+         f"{fx['initialized']['adjoint_ratio_max']:.6f}",
+         f"{fx['same_base_unscaled_control']['adjoint_ratio_max']:.6f}") for fx in doc["fixtures"]]
+print("\n".join(format_table(("fixture", "decoder", "factor", "max A_s/A_0", "(control)",
+                              "max G_s/G_2L", "(control)"), rows)))
+if args.json:
+    with open(args.json, "w") as fh:
+        json.dump(doc, fh, indent=1)
+    print(f"\nwrote the full demo document to {args.json}")

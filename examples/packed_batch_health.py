@@ -15,8 +15,10 @@ model = pydepth.FreshDepthInitialization.prepare(cfg, budget, rng).complete().mo
 
 sources = [[0, 5, 9, 12, 1], [0, 33, 33, 7, 21, 40, 1], [0, 2, 1], [0, 60, 61, 62, 63, 1]]
 batch = pydepth.Batch.pack(sources, row_length=10)  # greedy: a new row when a segment won't fit
-print(batch, "\nsegments (row, start, length):", batch.segments())
-print("segment-local positions:\n", batch.positions)
+print(batch)
+print("segments (row, start, length):", batch.segments())
+print("segment-local positions:")
+print(batch.positions)
 
 fwd = model.forward(batch)
 loss = fwd.loss()  # the batch carries its targets; mean over valid targets only

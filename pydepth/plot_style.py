@@ -28,7 +28,7 @@ SERIES_STYLES = ({"color": "tab:blue", "marker": "o", "linestyle": "-"},
 OUT_OF_BAND_COLOR = "tab:red"
 _BAND_COLOR = "tab:green"
 _MAX_ANNOTATIONS = 3  # per series and panel: the most extreme points, so labels never pile up
-_MAX_SITE_LABELS = 24  # more sites than this: every k-th stage label, ticks stay integer
+_MAX_SITE_LABELS = 33  # more sites than this: every k-th stage label, ticks stay integer
 
 
 class PlotDependencyError(ImportError):
@@ -127,13 +127,15 @@ def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Se
     ax.scatter([p[0] for p in outside], [p[1] for p in outside], marker="X", s=70,
                color=OUT_OF_BAND_COLOR, edgecolors="black", linewidths=0.6, zorder=5, label=label)
     if annotate:
-        x_mid = sum(ax.get_xlim()) / 2.0 if ax.get_xscale() == "linear" else None
+        log_x = ax.get_xscale() == "log" and min(xs) > 0
+        scale = (lambda v: math.log(v)) if log_x else (lambda v: float(v))
+        x_mid = (scale(min(xs)) + scale(max(xs))) / 2.0  # labels of right-half points go left
 
         def distance(p: Tuple[float, float]) -> float:
             return math.log(p[1] / high) if p[1] > high else math.log(low / max(p[1], 1e-300))
 
         for x, y in sorted(outside, key=distance, reverse=True)[:_MAX_ANNOTATIONS]:
-            left = x_mid is not None and x > x_mid
+            left = scale(x) > x_mid
             ax.annotate(fmt.format(y), (x, y), xytext=(-8 if left else 8, 0), textcoords="offset points",
                         ha="right" if left else "left", va="center", fontsize="small",
                         color=OUT_OF_BAND_COLOR, annotation_clip=True,

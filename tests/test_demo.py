@@ -342,7 +342,9 @@ def test_no_command_is_a_usage_error():
 
 
 def test_example_script_runs(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "ch06_depth_stable_decoder.py")],
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "ch06_depth_stable_decoder.py"),
+                           "--json", "demo.json"],
                           capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "refused as expected" in proc.stdout and "pydepth-ch06-demo-v1" in proc.stdout
+    assert "refused as expected" in proc.stdout and "pydepth-ch06-demo-v1" not in proc.stdout
+    assert json.loads((tmp_path / "demo.json").read_text())["format"] == "pydepth-ch06-demo-v1"

@@ -81,7 +81,7 @@ def test_site_ticks_are_integers_labelled_by_stage(doc):
     pyplot().close(fig)
     fig = report_figure(synthetic(81, [1.0] * 81, [1.0] * 81))
     ticks = fig.axes[0].get_xticks()
-    assert all(float(t).is_integer() for t in ticks) and ticks[0] == 0 and len(ticks) <= 25
+    assert all(float(t).is_integer() for t in ticks) and ticks[0] == 0 and len(ticks) <= 33
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels[0] == "0: input" and all(lab.startswith(f"{int(t)}: ") for t, lab in zip(ticks, labels))
     assert all(lab.split(": ")[1] in ("input", f"attn {(int(t) - 1) // 2}", f"ffn {int(t) // 2 - 1}")
