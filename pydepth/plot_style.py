@@ -27,7 +27,7 @@ SERIES_STYLES = ({"color": "tab:blue", "marker": "o", "linestyle": "-"},
 #: Colour of out-of-band markers and their annotations.
 OUT_OF_BAND_COLOR = "tab:red"
 _BAND_COLOR = "tab:green"
-_MAX_ANNOTATIONS = 3  # per series and panel: the most extreme points, so labels never pile up
+_MAX_ANNOTATIONS = 3  # per panel: the most extreme, well separated points, so labels never pile up
 _MAX_SITE_LABELS = 33  # more sites than this: every k-th stage label, ticks stay integer
 
 
@@ -134,7 +134,14 @@ def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Se
         def distance(p: Tuple[float, float]) -> float:
             return math.log(p[1] / high) if p[1] > high else math.log(low / max(p[1], 1e-300))
 
-        for x, y in sorted(outside, key=distance, reverse=True)[:_MAX_ANNOTATIONS]:
+        span = max(scale(max(xs)) - scale(min(xs)), 1e-300)
+        taken = ax.__dict__.setdefault("_pydepth_annotated", [])  # shared by every series of this panel
+        for x, y in sorted(outside, key=distance, reverse=True):
+            if len(taken) >= _MAX_ANNOTATIONS or any(
+                    abs(scale(x) - tx) < 0.08 * span and abs(math.log10(max(y, 1e-300) / ty)) < 0.5
+                    for tx, ty in taken):
+                continue  # a label nearby already tells this story; a pile of labels tells none
+            taken.append((scale(x), max(y, 1e-300)))
             left = scale(x) > x_mid
             ax.annotate(fmt.format(y), (x, y), xytext=(-8 if left else 8, 0), textcoords="offset points",
                         ha="right" if left else "left", va="center", fontsize="small",
