@@ -31,11 +31,39 @@ def test_version(capsys):
 def test_every_option_of_every_subcommand_has_help():
     parser, subs = subparsers()
     assert set(subs) == set(cli.SUBCOMMANDS)
+    old_names = {("laptop", "--tokens")}  # accepted with a warning, deliberately unlisted
     for name, sub in [("pydepth", parser), *subs.items()]:
         for action in sub._actions:
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
                 continue
+            if (name, action.option_strings[0]) in old_names:
+                continue
             assert action.help and action.help != argparse.SUPPRESS, f"{name} {action.option_strings}"
+
+
+def test_an_option_name_means_one_thing_everywhere():
+    _, subs = subparsers()
+    seen = {}
+    for name, sub in subs.items():
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            for opt in action.option_strings:
+                kind = (action.type, action.nargs, action.const)
+                assert seen.setdefault(opt, (name, kind))[1] == kind, (
+                    f"{opt} differs between {seen[opt][0]} and {name}")
+
+
+def test_laptop_old_tokens_option_still_works_with_a_warning(capsys):
+    small = ["laptop", "--vocabulary-size", "64", "--model-width", "8", "--layers", "1", "--heads", "2",
+             "--kv-heads", "1", "--feed-forward-width", "8", "--max-positions", "8"]
+    assert cli.main([*small, "--tokens", "5", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["tokens"] == 5
+    assert "--tokens N is now --sequence-length N" in captured.err
+    assert cli.main([*small, "--sequence-length", "6", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["tokens"] == 6 and "warning" not in captured.err
 
 
 def test_shared_options_have_one_name_and_meaning():

@@ -11,7 +11,7 @@ import pydepth
 from pydepth.laptop import PLAN, deterministic_batch, plan_config
 
 SMALL = ["--vocabulary-size", "97", "--model-width", "16", "--layers", "3", "--heads", "4",
-         "--kv-heads", "2", "--feed-forward-width", "24", "--max-positions", "20", "--tokens", "20"]
+         "--kv-heads", "2", "--feed-forward-width", "24", "--max-positions", "20", "--sequence-length", "20"]
 
 
 def test_plan_is_the_chapters():

@@ -16,8 +16,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        description="Build the chapter's laptop plan through FreshDepthInitialization "
                        "and run one forward, backward and residual-health observation, with progress "
                        "on stderr. The size options shrink the plan for quick runs.")
-    p.add_argument("--tokens", type=_args.positive, default=None,
+    p.add_argument("--sequence-length", type=_args.positive, default=None, metavar="N",
                    help="tokens per pass (default 512, or max positions if smaller)")
+    # the old name, which meant a count here and token ids in observe/trace; kept working, unlisted
+    p.add_argument("--tokens", type=_args.positive, dest="tokens_old_name", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=_args.seed, default=4701,
                    help="SplitMix64 seed of the base initializer (default 4701)")
     p.add_argument("--control", action="store_true",
@@ -48,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and _args.plot_missing():
         return 2
     cfg = plan_config({k: getattr(args, k) for k in _OVERRIDES})
-    tokens = args.tokens or min(512, cfg.max_positions)
+    if args.tokens_old_name is not None:
+        sys.stderr.write("pydepth: warning: laptop --tokens N is now --sequence-length N\n")
+    tokens = args.sequence_length or args.tokens_old_name or min(512, cfg.max_positions)
     result = run_plan(cfg, tokens, seed=args.seed, control=args.control, band=args.band)
     doc = dict(result)
     doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
