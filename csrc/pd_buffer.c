@@ -1,18 +1,19 @@
-#define _POSIX_C_SOURCE 200112L /* posix_memalign */
 /* Reusable large buffers. glibc serves big requests with fresh mmap pages, so every forward
  * and backward paid a page fault (and a kernel page clear) per 4 KiB of its arenas; freed
  * buffers are parked here and handed to the next request of a similar size instead. */
-#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pd_buffer.h"
 #include "pd_tensor.h"
+#include "platform/pd_alloc.h"
+#include "platform/pd_thread.h"
 
 #define PD_BUF_SLOTS 8
 #define PD_BUF_MIN_BYTES (256u * 1024u) /* smaller buffers come cheaply from malloc */
 #define PD_BUF_HEADER 64                /* keeps the payload 64-byte aligned */
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pd_mutex g_mu = PD_MUTEX_INIT;
 static void *g_slot[PD_BUF_SLOTS]; /* raw blocks; their capacity is in the header */
 static size_t g_cap[PD_BUF_SLOTS];
 static unsigned long g_age[PD_BUF_SLOTS], g_clock;
@@ -27,7 +28,7 @@ double *pd_buf_get(size_t n, int zero, pd_error *e) {
     }
     void *raw = NULL;
     if (bytes >= PD_BUF_MIN_BYTES) {
-        pthread_mutex_lock(&g_mu);
+        pd_mutex_lock(&g_mu);
         int best = -1;
         /* best fit that wastes at most a quarter of the parked block */
         for (int i = 0; i < PD_BUF_SLOTS; i++)
@@ -40,15 +41,15 @@ double *pd_buf_get(size_t n, int zero, pd_error *e) {
         } else {
             /* a miss means the working set changed: release the parked blocks before growing */
             for (int i = 0; i < PD_BUF_SLOTS; i++) {
-                free(g_slot[i]);
+                pd_aligned_free(g_slot[i]);
                 g_slot[i] = NULL;
             }
         }
-        pthread_mutex_unlock(&g_mu);
+        pd_mutex_unlock(&g_mu);
         if (raw && zero) memset((char *)raw + PD_BUF_HEADER, 0, bytes);
     }
     if (!raw) {
-        if (posix_memalign(&raw, 64, PD_BUF_HEADER + bytes) != 0) raw = NULL;
+        raw = pd_aligned_alloc(64, PD_BUF_HEADER + bytes);
         if (!raw) {
             pd_fail(e, PD_ERR_ALLOC, n, 0.0, -1, -1);
             return NULL;
@@ -64,10 +65,10 @@ void pd_buf_put(double *p) {
     void *raw = (char *)p - PD_BUF_HEADER;
     const size_t cap = header(raw)[0];
     if (cap < PD_BUF_MIN_BYTES) {
-        free(raw);
+        pd_aligned_free(raw);
         return;
     }
-    pthread_mutex_lock(&g_mu);
+    pd_mutex_lock(&g_mu);
     int slot = 0;
     for (int i = 0; i < PD_BUF_SLOTS; i++) {
         if (!g_slot[i]) { slot = i; break; }
@@ -77,6 +78,6 @@ void pd_buf_put(double *p) {
     g_slot[slot] = raw;
     g_cap[slot] = cap;
     g_age[slot] = ++g_clock;
-    pthread_mutex_unlock(&g_mu);
-    free(old);
+    pd_mutex_unlock(&g_mu);
+    pd_aligned_free(old);
 }

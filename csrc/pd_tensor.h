@@ -7,10 +7,20 @@
 
 /* *out = a * b; returns 0 on overflow. */
 static inline int pd_mul_ok(size_t a, size_t b, size_t *out) {
+#if defined(__GNUC__) || defined(__clang__)
     return !__builtin_mul_overflow(a, b, out);
+#else
+    *out = a * b;
+    return a == 0 || *out / a == b;
+#endif
 }
 static inline int pd_add_ok(size_t a, size_t b, size_t *out) {
+#if defined(__GNUC__) || defined(__clang__)
     return !__builtin_add_overflow(a, b, out);
+#else
+    *out = a + b;
+    return *out >= a;
+#endif
 }
 
 /* Zero-filled buffer of n doubles (n may be 0); NULL with PD_ERR_ALLOC/OVERFLOW in e. */

@@ -1,16 +1,19 @@
-#define _POSIX_C_SOURCE 200112L /* posix_memalign under strict -std=c11 */
 /* Blocked, packed, multi-threaded products. Each thread owns a disjoint block of C; inside
  * it, every output's sum runs k = 0..K-1 in order: k-blocks hand the partial sum on through
  * C itself (stored and reloaded exactly), and acc mode adds the original C once at the end,
  * so the result is bit-identical to pd_mm_ref for any block size, path or thread count. */
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gemm.h"
 #include "mm_ref.h"
 #include "pool.h"
 #include "ukernel.h"
+#include "../platform/pd_alloc.h"
+#include "../platform/pd_atomic.h"
+#include "../platform/pd_cpu.h"
+#include "../platform/pd_platform.h"
+#include "../platform/pd_thread.h"
 
 /* Below this many multiply-adds packing costs more than it saves. */
 #define PD_SMALL_MACS 4096u
@@ -25,28 +28,35 @@ typedef struct {
     size_t cap; /* doubles */
 } scratch;
 
-static pthread_key_t g_scratch_key;
-static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static pd_tls_key g_scratch_key;
+static int g_scratch_ok; /* the key exists */
+static pd_once g_scratch_once = PD_ONCE_INIT;
 
 static void scratch_free(void *p) {
     scratch *s = p;
-    free(s->buf);
+    if (!s) return;
+    pd_aligned_free(s->buf);
     free(s);
 }
-static void scratch_init(void) { pthread_key_create(&g_scratch_key, scratch_free); }
+static void scratch_init(void) { g_scratch_ok = pd_tls_create(&g_scratch_key, scratch_free) == 0; }
 
+/* NULL when memory (or a thread-local slot) is short: callers fall back to pd_mm_ref. */
 static double *scratch_get(size_t n) {
-    pthread_once(&g_scratch_once, scratch_init);
-    scratch *s = pthread_getspecific(g_scratch_key);
+    pd_once_run(&g_scratch_once, scratch_init);
+    if (!g_scratch_ok || n > SIZE_MAX / sizeof(double)) return NULL;
+    scratch *s = pd_tls_get(g_scratch_key);
     if (!s) {
         s = calloc(1, sizeof *s);
         if (!s) return NULL;
-        pthread_setspecific(g_scratch_key, s);
+        if (pd_tls_set(g_scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
     }
     if (s->cap < n) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, n * sizeof(double)) != 0) return NULL;
-        free(s->buf);
+        void *p = pd_aligned_alloc(64, n * sizeof(double));
+        if (!p) return NULL;
+        pd_aligned_free(s->buf);
         s->buf = p;
         s->cap = n;
     }
@@ -55,14 +65,21 @@ static double *scratch_get(size_t n) {
 
 /* ---- path selection --------------------------------------------------------------- */
 
-static int path_supported(const pd_gemm_path *p) {
-    if (p == &pd_path_avx512) return __builtin_cpu_supports("avx512f");
-    if (p == &pd_path_avx2) return __builtin_cpu_supports("avx2");
-    return 1;
-}
+/* Widest first; the x86 kernels exist only in x86-64 builds. */
+static const pd_gemm_path *const g_paths[] = {
+#if PD_ARCH_X86_64
+    &pd_path_avx512, &pd_path_avx2,
+#endif
+    &pd_path_baseline};
+static pd_atomic_ptr g_path;
 
-static const pd_gemm_path *const g_paths[] = {&pd_path_avx512, &pd_path_avx2, &pd_path_baseline};
-static _Atomic(const pd_gemm_path *) g_path;
+static int path_supported(const pd_gemm_path *p) {
+#if PD_ARCH_X86_64
+    if (p == &pd_path_avx512) return pd_cpu_has_avx512f();
+    if (p == &pd_path_avx2) return pd_cpu_has_avx2();
+#endif
+    return p == &pd_path_baseline;
+}
 
 static const pd_gemm_path *path_by_name(const char *name) {
     for (size_t i = 0; i < sizeof g_paths / sizeof g_paths[0]; i++)
@@ -71,9 +88,8 @@ static const pd_gemm_path *path_by_name(const char *name) {
 }
 
 static const pd_gemm_path *current_path(void) {
-    const pd_gemm_path *p = atomic_load_explicit(&g_path, memory_order_acquire);
+    const pd_gemm_path *p = pd_atomic_ptr_load(&g_path);
     if (p) return p;
-    __builtin_cpu_init();
     /* PYDEPTH_KERNEL_PATH picks a path for benchmarking; otherwise the widest supported */
     p = path_by_name(getenv("PYDEPTH_KERNEL_PATH"));
     if (!p || !path_supported(p)) {
@@ -81,7 +97,7 @@ static const pd_gemm_path *current_path(void) {
         for (size_t i = 0; i < sizeof g_paths / sizeof g_paths[0]; i++)
             if (path_supported(g_paths[i])) { p = g_paths[i]; break; }
     }
-    atomic_store_explicit(&g_path, p, memory_order_release);
+    pd_atomic_ptr_store(&g_path, p);
     return p;
 }
 
@@ -89,9 +105,8 @@ const char *pd_kernel_path(void) { return current_path()->name; }
 
 int pd_force_kernel_path(const char *name) {
     const pd_gemm_path *p = path_by_name(name);
-    __builtin_cpu_init();
     if (!p || !path_supported(p)) return 0;
-    atomic_store_explicit(&g_path, p, memory_order_release);
+    pd_atomic_ptr_store(&g_path, p);
     return 1;
 }
 
@@ -159,7 +174,7 @@ typedef struct {
 static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, const double *bp,
                       double *c, size_t ldc, size_t mm, size_t nn, int load, const double *add,
                       size_t ldadd) {
-    double tmp[PD_TILE_MAX] __attribute__((aligned(64)));
+    _Alignas(64) double tmp[PD_TILE_MAX];
     const size_t nr = (size_t)p->nr;
     for (size_t i = 0; i < (size_t)p->mr * nr; i++) tmp[i] = 0.0;
     if (load)
@@ -211,8 +226,8 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
                         /* the next tile's C rows: partial sums there are read at kernel entry */
                         if (ir + mr < mb)
                             for (size_t i = 0; i < mr; i++) {
-                                __builtin_prefetch(c + (mr + i) * ldc, 1, 3);
-                                __builtin_prefetch(c + (mr + i) * ldc + nr - 1, 1, 3);
+                                PD_PREFETCH_W(c + (mr + i) * ldc);
+                                PD_PREFETCH_W(c + (mr + i) * ldc + nr - 1);
                             }
                         if (mm == mr && nn == nr)
                             p->ukernel(kb, apack + ir * kb, bp, c, ldc, load, add, ldadd);

@@ -1,5 +1,7 @@
 /* AVX2 6x8 micro-kernel: 12 ymm accumulators, each lane one output of C. Multiply and add
- * stay separate instructions (this file is built with -mavx2 but never -mfma). */
+ * stay separate instructions (the function targets AVX2, never FMA). */
+#include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
 
@@ -29,7 +31,7 @@
         _mm256_storeu_pd(c + (i) * ldc + 4, c##i##1);                                         \
     } while (0)
 
-static void ukernel_avx2(size_t kc, const double *a, const double *b, double *c, size_t ldc,
+PD_TARGET("avx2") static void ukernel_avx2(size_t kc, const double *a, const double *b, double *c, size_t ldc,
                          int load, const double *add, size_t ldadd) {
     __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
@@ -41,3 +43,6 @@ static void ukernel_avx2(size_t kc, const double *a, const double *b, double *c,
 }
 
 const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2};
+#else
+typedef int pd_ukernel_avx2_unused; /* no x86-64: this path does not exist */
+#endif

@@ -1,5 +1,7 @@
-/* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (-mavx512f; contraction is off,
+/* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (target avx512f; contraction is off,
  * so no FMA is emitted even though the ISA has one). Only dispatched when the CPU has it. */
+#include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
 
@@ -29,7 +31,7 @@
         _mm512_storeu_pd(c + (i) * ldc + 8, c##i##1);                                         \
     } while (0)
 
-static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
+PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
                            int load, const double *add, size_t ldadd) {
     __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
@@ -41,3 +43,6 @@ static void ukernel_avx512(size_t kc, const double *a, const double *b, double *
 }
 
 const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512};
+#else
+typedef int pd_ukernel_avx512_unused; /* no x86-64: this path does not exist */
+#endif

@@ -1,0 +1,9 @@
+/* Run-time CPU features for kernel dispatch: the instruction set and the OS saving its
+ * registers. Always 0 off x86-64. */
+#ifndef PD_CPU_H
+#define PD_CPU_H
+
+int pd_cpu_has_avx2(void);
+int pd_cpu_has_avx512f(void);
+
+#endif

@@ -1,0 +1,27 @@
+/* Compiler and architecture facts the core needs, decided once here. */
+#ifndef PD_PLATFORM_H
+#define PD_PLATFORM_H
+
+/* x86-64 kernels (AVX2, AVX-512) exist only where the compiler targets x86-64. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(_M_AMD64)
+#define PD_ARCH_X86_64 1
+#else
+#define PD_ARCH_X86_64 0
+#endif
+
+/* GCC and clang enable an instruction set per function; MSVC needs no flag for intrinsics. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PD_TARGET(isa) __attribute__((target(isa)))
+#define PD_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+#define PD_THREAD_LOCAL _Thread_local
+#elif defined(_MSC_VER)
+#define PD_TARGET(isa)
+#define PD_PREFETCH_W(p) ((void)(p))
+#define PD_THREAD_LOCAL __declspec(thread)
+#else
+#define PD_TARGET(isa)
+#define PD_PREFETCH_W(p) ((void)(p))
+#define PD_THREAD_LOCAL _Thread_local
+#endif
+
+#endif
