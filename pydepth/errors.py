@@ -118,4 +118,8 @@ class InvalidBandError(DepthHealthError, ValueError):
     """A health band is not a pair ``(low, high)`` of finite numbers with ``0 <= low <= high``."""
 
 
+class ReferenceDataError(PydepthError, ValueError):
+    """A reference trace file is unreadable or not in the pydepth-reference-trace-v1 format."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]
