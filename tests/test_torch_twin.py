@@ -19,22 +19,6 @@ def bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
 
 
-def fixture_models(reference_trace):
-    """(id, config, tokens, targets, model) for both parameter variants of every fixture."""
-    out = []
-    for fx in reference_trace["fixtures"]:
-        cfg = DecoderConfig.from_dict(fx["config"])
-        tokens = np.array(fx["tokens"]).reshape(fx["token_shape"])
-        targets = np.array(fx["targets"]).reshape(fx["token_shape"])
-        for variant in ("initialized", "same_base_unscaled_control"):
-            params = [pydepth.NamedParameter(p["name"], np.array([int(h, 16) for h in p["bits"]], dtype=np.uint64)
-                                             .view(np.float64).reshape(p["shape"]))
-                      for p in fx[variant]["parameters"]]
-            out.append((f"{fx['id']}/{variant}", cfg, tokens, targets,
-                        DecoderModel.from_parameters(cfg, params)))
-    return out
-
-
 def assert_twin_agrees(model, source, targets=None):
     """Loss and every gradient of the float64 twin within TOL relative of pydepth's."""
     model.zero_grad()
@@ -62,8 +46,8 @@ def test_twin_state_dict_has_pydepths_names_shapes_and_order():
     assert all(v.dtype == torch.float64 for v in state.values())
 
 
-def test_round_trip_is_exact_both_ways(reference_trace):
-    for name, cfg, _, _, model in fixture_models(reference_trace):
+def test_round_trip_is_exact_both_ways(reference_trace, torch_models):
+    for name, cfg, _, _, model in torch_models.fixture_models(reference_trace):
         twin = to_torch(model)
         for p in model.parameters:
             assert np.array_equal(bits(twin.state_dict()[p.name].numpy()), bits(p.value)), name
@@ -87,8 +71,8 @@ def test_round_trip_keeps_signed_zeros_subnormals_and_extremes():
         assert np.array_equal(bits(a.value), bits(b.value))
 
 
-def test_twin_agrees_with_pydepth_on_every_fixture(reference_trace):
-    for _, _, tokens, targets, model in fixture_models(reference_trace):
+def test_twin_agrees_with_pydepth_on_every_fixture(reference_trace, torch_models):
+    for _, _, tokens, targets, model in torch_models.fixture_models(reference_trace):
         assert_twin_agrees(model, tokens, targets)
 
 

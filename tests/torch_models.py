@@ -1,14 +1,34 @@
-"""Tiny decoders of every architecture the bridge recognizes, built from configs (nothing is
-downloaded): Hugging Face Llama, Mistral, Qwen2, GPT-2 and GPT-NeoX, and small stand-ins with
-the module structure of nanoGPT and torchtitan's Llama."""
+"""Models for the bridge tests: the public fixtures as pydepth models, and tiny decoders of
+every architecture the bridge recognizes, built from configs (nothing is downloaded): Hugging
+Face Llama, Mistral, Qwen2, GPT-2 and GPT-NeoX, and small stand-ins with the module structure
+of nanoGPT and torchtitan's Llama."""
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+import pydepth  # noqa: E402
+
 VOCAB = 50
+
+
+def fixture_models(reference_trace):
+    """(id, config, tokens, targets, model) for both parameter variants of every fixture."""
+    out = []
+    for fx in reference_trace["fixtures"]:
+        cfg = pydepth.DecoderConfig.from_dict(fx["config"])
+        tokens = np.array(fx["tokens"]).reshape(fx["token_shape"])
+        targets = np.array(fx["targets"]).reshape(fx["token_shape"])
+        for variant in ("initialized", "same_base_unscaled_control"):
+            params = [pydepth.NamedParameter(p["name"], np.array([int(h, 16) for h in p["bits"]], dtype=np.uint64)
+                                             .view(np.float64).reshape(p["shape"]))
+                      for p in fx[variant]["parameters"]]
+            out.append((f"{fx['id']}/{variant}", cfg, tokens, targets,
+                        pydepth.DecoderModel.from_parameters(cfg, params)))
+    return out
 
 
 def hf(name, layers=2, **extra):
