@@ -122,4 +122,28 @@ class ReferenceDataError(PydepthError, ValueError):
     """A reference trace file is unreadable or not in the pydepth-reference-trace-v1 format."""
 
 
+class TorchBridgeError(PydepthError):
+    """The PyTorch / Hugging Face bridge (``pydepth.torch``) refused a module or an input."""
+
+
+class TorchDependencyError(TorchBridgeError, ImportError):
+    """torch (extra ``pydepth[torch]``) or transformers (extra ``pydepth[hf]``) is missing."""
+
+
+class ArchitectureError(TorchBridgeError, ValueError):
+    """A module's structure is not a recognized decoder and no name patterns were given."""
+
+
+class ScalingSchemeError(TorchBridgeError, ValueError):
+    """A depth-scaling scheme is unknown or gave a factor that is not positive and finite."""
+
+
+class AlreadyScaledError(TorchBridgeError):
+    """Depth scaling was already applied to this module (pass ``force=True`` to repeat it)."""
+
+
+class UnsupportedModuleError(TorchBridgeError, TypeError):
+    """The module cannot be observed as given (compiled, wrong output, missing loss)."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

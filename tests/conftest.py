@@ -22,3 +22,17 @@ def published_tables():
 
 def pytest_configure(config):
     np.seterr(all="raise")
+
+
+@pytest.fixture(scope="session")
+def torch_models():
+    """tests/torch_models.py (tiny decoders of every bridged architecture), loaded by path."""
+    import importlib.util
+    import sys
+    name = "pydepth_tests_torch_models"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).with_name("torch_models.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

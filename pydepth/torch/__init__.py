@@ -1,0 +1,20 @@
+"""The PyTorch and Hugging Face bridge: pydepth's decoder as a torch module (the twin), depth
+scaling and initialization audits for any decoder, and residual health observed with hooks.
+
+Importing this package needs PyTorch (``pip install 'pydepth[torch]'``); without it the import
+raises :class:`pydepth.TorchDependencyError`. Importing ``pydepth`` itself never imports torch.
+"""
+from ._deps import require_torch
+
+require_torch()
+
+from .architectures import ARCHITECTURES, ArchitectureSpec, DecoderLayout, find_layout  # noqa: E402
+from .audit import AuditRow, InitializationAudit, audit_initialization  # noqa: E402
+from .scaling import (SCHEMES, DepthScalingRecord, ScaledTensor, apply_depth_scaling,  # noqa: E402
+                      scheme_factors)
+from .twin import PydepthTwin, TwinOutput, from_torch, to_torch  # noqa: E402
+
+__all__ = ["to_torch", "from_torch", "PydepthTwin", "TwinOutput", "ARCHITECTURES",
+           "ArchitectureSpec", "DecoderLayout", "find_layout", "SCHEMES", "apply_depth_scaling",
+           "scheme_factors", "DepthScalingRecord", "ScaledTensor", "audit_initialization",
+           "InitializationAudit", "AuditRow"]

@@ -1,0 +1,162 @@
+"""Models for the bridge tests: the public fixtures as pydepth models, and tiny decoders of
+every architecture the bridge recognizes, built from configs (nothing is downloaded): Hugging
+Face Llama, Mistral, Qwen2, GPT-2 and GPT-NeoX, and small stand-ins with the module structure
+of nanoGPT and torchtitan's Llama."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import pydepth  # noqa: E402
+
+VOCAB = 50
+
+
+def fixture_models(reference_trace):
+    """(id, config, tokens, targets, model) for both parameter variants of every fixture."""
+    out = []
+    for fx in reference_trace["fixtures"]:
+        cfg = pydepth.DecoderConfig.from_dict(fx["config"])
+        tokens = np.array(fx["tokens"]).reshape(fx["token_shape"])
+        targets = np.array(fx["targets"]).reshape(fx["token_shape"])
+        for variant in ("initialized", "same_base_unscaled_control"):
+            params = [pydepth.NamedParameter(p["name"], np.array([int(h, 16) for h in p["bits"]], dtype=np.uint64)
+                                             .view(np.float64).reshape(p["shape"]))
+                      for p in fx[variant]["parameters"]]
+            out.append((f"{fx['id']}/{variant}", cfg, tokens, targets,
+                        pydepth.DecoderModel.from_parameters(cfg, params)))
+    return out
+
+
+def hf(name, layers=2, **extra):
+    """A tiny randomly initialized Hugging Face causal LM, in float64 unless asked otherwise."""
+    import transformers as T
+    T.logging.set_verbosity_error()
+    torch.manual_seed(layers * 7 + len(name))
+    common = dict(num_hidden_layers=layers, hidden_size=32, num_attention_heads=4, vocab_size=VOCAB,
+                  max_position_embeddings=64)
+    if name in ("llama", "mistral", "qwen2"):
+        cls, cfg = {"llama": (T.LlamaForCausalLM, T.LlamaConfig), "mistral": (T.MistralForCausalLM, T.MistralConfig),
+                    "qwen2": (T.Qwen2ForCausalLM, T.Qwen2Config)}[name]
+        model = cls(cfg(intermediate_size=48, num_key_value_heads=2, **common, **extra))
+    elif name == "gpt2":
+        model = T.GPT2LMHeadModel(T.GPT2Config(n_layer=layers, n_embd=32, n_head=4, vocab_size=VOCAB,
+                                               n_positions=64, **extra))
+    elif name == "gpt-neox":
+        model = T.GPTNeoXForCausalLM(T.GPTNeoXConfig(intermediate_size=64, **common, **extra))
+    else:
+        raise KeyError(name)
+    return model.double()
+
+
+class _NanoAttention(nn.Module):
+    def __init__(self, w, heads):
+        super().__init__()
+        self.c_attn = nn.Linear(w, 3 * w)
+        self.c_proj = nn.Linear(w, w)
+        self.heads = heads
+
+    def forward(self, x):
+        B, T, W = x.shape
+        q, k, v = (t.view(B, T, self.heads, W // self.heads).transpose(1, 2) for t in self.c_attn(x).split(W, dim=2))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, W))
+
+
+class _NanoMLP(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.c_fc = nn.Linear(w, 4 * w)
+        self.c_proj = nn.Linear(4 * w, w)
+
+    def forward(self, x):
+        return self.c_proj(nn.functional.gelu(self.c_fc(x)))
+
+
+class _NanoBlock(nn.Module):
+    def __init__(self, w, heads):
+        super().__init__()
+        self.ln_1, self.attn = nn.LayerNorm(w), _NanoAttention(w, heads)
+        self.ln_2, self.mlp = nn.LayerNorm(w), _NanoMLP(w)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's module structure: transformer.{wte, wpe, h, ln_f}, lm_head; forward(idx, targets)
+    returns (logits, loss) with targets aligned to the inputs."""
+
+    def __init__(self, layers=3, w=32, heads=4, block=64):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(VOCAB, w), wpe=nn.Embedding(block, w),
+            h=nn.ModuleList(_NanoBlock(w, heads) for _ in range(layers)), ln_f=nn.LayerNorm(w)))
+        self.lm_head = nn.Linear(w, VOCAB, bias=False)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, idx, targets=None):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        loss = None if targets is None else nn.functional.cross_entropy(logits.flatten(0, 1), targets.reshape(-1))
+        return logits, loss
+
+
+class _TitanAttention(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(w, w, bias=False) for _ in range(4))
+
+    def forward(self, x):
+        y = nn.functional.scaled_dot_product_attention(self.wq(x), self.wk(x), self.wv(x), is_causal=True)
+        return self.wo(y)
+
+
+class _TitanFeedForward(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w1, self.w3 = nn.Linear(w, 2 * w, bias=False), nn.Linear(w, 2 * w, bias=False)
+        self.w2 = nn.Linear(2 * w, w, bias=False)
+
+    def forward(self, x):
+        return self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+
+
+class _TitanBlock(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.attention_norm, self.attention = nn.RMSNorm(w), _TitanAttention(w)
+        self.ffn_norm, self.feed_forward = nn.RMSNorm(w), _TitanFeedForward(w)
+
+    def forward(self, x):
+        h = x + self.attention(self.attention_norm(x))
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class TitanLlama(nn.Module):
+    """torchtitan Llama's module structure: tok_embeddings, layers (a ModuleDict keyed "0".."L-1"),
+    norm, output; forward(tokens) returns logits only."""
+
+    def __init__(self, layers=4, w=32):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(VOCAB, w)
+        self.layers = nn.ModuleDict({str(i): _TitanBlock(w) for i in range(layers)})
+        self.norm = nn.RMSNorm(w)
+        self.output = nn.Linear(w, VOCAB, bias=False)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, tokens):
+        h = self.tok_embeddings(tokens)
+        for layer in self.layers.values():
+            h = layer(h)
+        return self.output(self.norm(h))
