@@ -36,9 +36,10 @@ def test_every_option_of_every_subcommand_has_help():
         for action in sub._actions:
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
                 continue
-            if (name, action.option_strings[0]) in old_names:
+            flag = (action.option_strings or [action.dest])[0]  # positionals have no option string
+            if (name, flag) in old_names:
                 continue
-            assert action.help and action.help != argparse.SUPPRESS, f"{name} {action.option_strings}"
+            assert action.help and action.help != argparse.SUPPRESS, f"{name} {flag}"
 
 
 def test_an_option_name_means_one_thing_everywhere():
