@@ -15,7 +15,7 @@ from ._args import error
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 # Subcommand name -> module in this package; the order is the order of --help.
-SUBCOMMANDS = ("demo", "observe", "trace", "laptop")
+SUBCOMMANDS = ("demo", "observe", "trace", "laptop", "sweep", "depth-check")
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
