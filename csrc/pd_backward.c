@@ -8,7 +8,13 @@
 #include "kernels/pool.h"
 #include "pd_buffer.h"
 #include "pd_tensor.h"
-#include "ops/pd_ops.h"
+#include "ops/attention.h"
+#include "ops/embedding.h"
+#include "ops/heads.h"
+#include "ops/loss.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
 
 /* The (block, kind) values whose completed adjoints the caller asked for. */
 typedef struct {

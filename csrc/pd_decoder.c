@@ -8,7 +8,13 @@
 #include "kernels/gemm.h"
 #include "pd_buffer.h"
 #include "pd_tensor.h"
-#include "ops/pd_ops.h"
+#include "ops/attention.h"
+#include "ops/embedding.h"
+#include "ops/heads.h"
+#include "ops/loss.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
 
 pd_status pd_config_validate(const pd_config *c, pd_error *e) {
     /* Checks in the reference's order; index names the failed check. */

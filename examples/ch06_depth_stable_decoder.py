@@ -25,8 +25,7 @@ fresh = pydepth.FreshDepthInitialization.prepare(cfg, pydepth.DepthInitializatio
 assert rng.state == 4701  # untouched until complete() succeeds
 
 # A same-base unscaled control copies the actual base values (no second draw).
-control = pydepth.DecoderModel.from_parameters(
-    cfg, [pydepth.NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+control = fresh.base_model.clone()
 
 init = fresh.complete()  # selected weights x 1/sqrt(8), stored once; rng committed now
 print(f"factor {init.record.factor:.6f}, transformed tensors {init.record.transformed_tensors}")

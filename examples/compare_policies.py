@@ -25,8 +25,7 @@ for depth in (int(d) for d in args.depths.split(",")):
     cfg = pydepth.DecoderConfig(266, 16, 2, 20, depth, 16)
     fresh = pydepth.FreshDepthInitialization.prepare(
         cfg, pydepth.DepthInitializationBudget.for_config(cfg), pydepth.SplitMix64(args.seed))
-    control = pydepth.DecoderModel.from_parameters(
-        cfg, [pydepth.NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+    control = fresh.base_model.clone()
     init = fresh.complete()
     row = {"depth": depth, "factor": init.record.factor}
     for policy, model in (("scaled", init.model), ("unscaled", control)):

@@ -23,8 +23,7 @@ cfg = pydepth.DecoderConfig(vocabulary_size=512, model_width=args.width, heads=4
                             feed_forward_width=2 * args.width, layers=args.layers, max_positions=64)
 budget = pydepth.DepthInitializationBudget.for_config(cfg)  # exactly what this config needs
 fresh = pydepth.FreshDepthInitialization.prepare(cfg, budget, pydepth.SplitMix64(args.seed))
-control = pydepth.DecoderModel.from_parameters(  # the same base draw, never depth-scaled
-    cfg, [pydepth.NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+control = fresh.base_model.clone()  # the same base draw, never depth-scaled
 init = fresh.complete()
 
 ids = (np.arange(65) * 7919 + 11) % cfg.vocabulary_size  # a fixed, deterministic sequence

@@ -128,6 +128,13 @@ def parameter_count(tuple c):
     return count
 
 
+def parameter_tensor_count(tuple c):
+    """Number of parameter tensors of a configuration tuple (9 * layers + 2)."""
+    parameter_count(c)  # validates, and bounds layers
+    cdef pd_config cfg = _config(c)
+    return pd_param_tensor_count(&cfg)
+
+
 def parameter_layout(tuple c):
     """(name, shape) of every parameter tensor of a configuration tuple, in declaration order."""
     cdef pd_config cfg = _config(c)

@@ -5,7 +5,9 @@ Codes and their identifiers come from the C table (csrc/pd_error.h, read through
 """
 from __future__ import annotations
 
-from typing import NoReturn, Sequence
+from typing import NoReturn, Optional, Sequence
+
+import numpy as np
 
 from . import errors as E
 from ._core import STATUS_CODES, CoreError
@@ -32,9 +34,17 @@ def _where(err: CoreError) -> str:
     return f" in {node_name(err.block, err.node)}"
 
 
-def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: Sequence[int] = ()) -> NoReturn:
-    """Re-raises a CoreError as the typed pydepth error it stands for."""
+def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: Sequence[int] = (),
+               ids: Optional[np.ndarray] = None, vocabulary_size: int = 0, masked: bool = False) -> NoReturn:
+    """Re-raises a CoreError as the typed pydepth error it stands for. ``ids`` is the caller's
+    [B, T] array (tokens or targets) a range refusal is about, as the caller gave it, so the
+    message shows the exact id; ``masked`` says the batch has padding."""
     s = STATUS_NAMES.get(err.code, "")
+    if s in ("ERR_TOKEN", "ERR_TARGET") and ids is not None:
+        b, t = divmod(err.index, ids.shape[1])
+        where = "valid position" if masked else "position"
+        raise E.TokenError(f"{_INPUT_WHAT[s]} {int(ids[b, t])} at {where} [{b}, {t}] is outside "
+                           f"[0, {vocabulary_size})") from None
     if s == "ERR_ALLOC":
         raise E.AllocationError(f"pydepth core could not allocate {err.index} elements") from None
     if s in ("ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW"):

@@ -93,7 +93,7 @@ class DecoderConfig:
     @property
     def parameter_tensor_count(self) -> int:
         """Number of parameter tensors, 9 * layers + 2."""
-        return len(self.parameter_layout())
+        return _core.parameter_tensor_count(self._core_tuple())
 
     def parameter_layout(self) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:
         """(name, shape) of every parameter tensor in declaration order, as the core lays them

@@ -8,17 +8,18 @@ the smallest profile that admits it, so the budget edge is exercised on both pro
 """
 from __future__ import annotations
 
-import struct
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from ._bits import float_bits
 from ._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import (DepthInitializationBudget, DepthScalePolicy, FreshDepthInitialization)
 from .errors import PydepthError
 from .health import HEALTH_BAND, DepthHealthReport, classify_ratio, format_table, observe_residual_health
 from .init import xavier_scale
+from .laptop import LAPTOP_CONFIG  # the symbolic laptop decoder (never allocated here)
 from .model import DecoderModel, NamedParameter
 
 __all__ = ["SEED", "TOKENS", "TARGETS", "PROFILES", "FIXTURES", "DemoCheckError", "demo_trace",
@@ -39,20 +40,15 @@ FIXTURES: Tuple[Tuple[str, str, str, DecoderConfig], ...] = (
     ("narrow-8", "Narrow decoder, eight complete blocks", "cpu-bridge", DecoderConfig(266, 4, 1, 4, 8, 4)),
     ("bridge-2", "CPU bridge decoder, two complete blocks", "cpu-bridge", DecoderConfig(266, 16, 2, 20, 2, 16)),
 )
-#: The symbolic laptop decoder (never allocated).
-LAPTOP_CONFIG = DecoderConfig(16384, 512, 8, 1536, 8, 512, kv_heads=2)
-
-_SELECTED_SUFFIXES = (".attention.output.weight", ".ffn.down.weight")
+# The chapter's selection, stated here independently of DepthScalePolicy (which owns the rule)
+# so that the fixture self-check catches a policy that scales the wrong tensors.
+_CHAPTER_SELECTION = (".attention.output.weight", ".ffn.down.weight")
 _WORKED_VECTOR = (0.2, -0.4, 0.0, 0.1)
 _WORKED_DEPTHS = (1, 2, 8)
 
 
 class DemoCheckError(PydepthError):
     """A demo self-check failed: a stored transform differed, or a fixture left the band."""
-
-
-def _bits(x: float) -> str:
-    return struct.pack(">d", x).hex()
 
 
 def worked_values() -> Dict[str, Any]:
@@ -63,11 +59,11 @@ def worked_values() -> Dict[str, Any]:
     factors: Dict[str, float] = {}
     xavier: Dict[str, Dict[str, Any]] = {}
     base = xavier_scale(4, 4)
+    vector = np.array(_WORKED_VECTOR)
     for depth in _WORKED_DEPTHS:
         policy = DepthScalePolicy(depth)
-        p = NamedParameter("worked.attention.output.weight", np.array(_WORKED_VECTOR))
-        if depth > 1:
-            p._p.scale_values(policy.factor)  # the same single rounded multiply as completion
+        # the vector as block 0's output projection, through the policy completion applies
+        (p,) = policy.apply([NamedParameter("blocks.0.attention.output.weight", vector)])
         selected[str(depth)] = [float(v) for v in p.value]
         factors[str(depth)] = policy.factor
         xavier[str(depth)] = {
@@ -75,7 +71,7 @@ def worked_values() -> Dict[str, Any]:
             "half_bound_value": base.uniform_limit * policy.factor,
             "variance_value": base.target_variance * policy.factor ** 2,
         }
-    query = NamedParameter("worked.attention.query.weight", np.array(_WORKED_VECTOR))
+    (query,) = DepthScalePolicy(max(_WORKED_DEPTHS)).apply([NamedParameter("blocks.0.attention.query.weight", vector)])
     return {"vector": list(_WORKED_VECTOR), "depths": list(_WORKED_DEPTHS), "factors": factors,
             "selected": selected, "query_vector_unchanged": [float(v) for v in query.value],
             "xavier_4x4": xavier}
@@ -103,8 +99,7 @@ def fixture(fixture_id: str, title: str, profile: str, config: DecoderConfig) ->
     rng = SplitMix64(SEED)
     fresh = FreshDepthInitialization.prepare(
         config, DepthInitializationBudget(max_parameters, max_positions), rng)
-    base_parameters = [NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters]
-    control = DecoderModel.from_parameters(config, base_parameters)
+    control = fresh.base_model.clone()
     initialized = fresh.complete()
     scaled = initialized.model
     alpha = initialized.record.factor
@@ -113,7 +108,7 @@ def fixture(fixture_id: str, title: str, profile: str, config: DecoderConfig) ->
     for base, actual in zip(control.parameters, scaled.parameters):
         if base.name != actual.name or base.shape != actual.shape:
             raise DemoCheckError(f"{fixture_id}: depth transform changed the parameter layout at {base.name}")
-        is_selected = base.name.endswith(_SELECTED_SUFFIXES)
+        is_selected = base.name.endswith(_CHAPTER_SELECTION)
         expected = base.value * alpha if is_selected and config.layers != 1 else base.value
         differs = np.flatnonzero(expected.view(np.uint64) != actual.value.view(np.uint64))
         if differs.size:
@@ -135,7 +130,7 @@ def fixture(fixture_id: str, title: str, profile: str, config: DecoderConfig) ->
         "kv_heads": config.kv_heads, "ff_width": config.feed_forward_width, "layers": config.layers,
         "max_positions": config.max_positions, "parameters": scaled.parameter_count,
         "parameter_tensors": len(scaled.parameters), "residual_sites": 2 * config.layers + 1,
-        "factor": alpha, "factor_bits": _bits(alpha), "policy_id": record.policy_id,
+        "factor": alpha, "factor_bits": float_bits(alpha), "policy_id": record.policy_id,
         "base_initializer_id": record.base_initializer_id,
         "initial_rng_state": str(record.initial_rng_state),
         "final_rng_state": str(record.final_rng_state),

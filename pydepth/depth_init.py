@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import operator
 import re
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Union
 
 import numpy as np
 
+from ._bits import float_bits
 from ._core import SplitMix64
 from ._checks import as_u64
 from .config import DecoderConfig
@@ -37,14 +37,6 @@ BASE_INITIALIZER_ID = "xavier-uniform-splitmix64-v1"
 _U64 = 2**64
 _GOLDEN_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64 advances its state by this constant per draw
 _SELECTED = re.compile(r"blocks\.(0|[1-9][0-9]*)\.(?:attention\.output|ffn\.down)\.weight")
-
-
-def _float_bits(x: float) -> str:
-    return struct.pack(">d", x).hex()
-
-
-def _bits_float(h: str) -> float:
-    return struct.unpack(">d", bytes.fromhex(h))[0]
 
 
 def _nonneg_int(name: str, value: Any, error: type) -> int:
@@ -110,6 +102,23 @@ class DepthScalePolicy:
             return False
         m = _SELECTED.fullmatch(name)
         return m is not None and int(m.group(1)) < self._depth
+
+    def scales(self, name: str) -> bool:
+        """Whether initialization multiplies the parameter ``name`` by the factor: a selected
+        name when ``depth > 1`` (at one block the factor is 1.0 and nothing is transformed)."""
+        return self._depth > 1 and self.selects(name)
+
+    def apply(self, parameters: Sequence[NamedParameter]) -> List[NamedParameter]:
+        """Independent copies of ``parameters`` in order, every tensor this policy
+        :meth:`scales` multiplied once by :attr:`factor` (one rounded multiply per element,
+        docs/numerics.md §3.3). The given parameters are left as they were."""
+        out = []
+        for p in parameters:
+            copy = NamedParameter(p.name, p.value)
+            if self.scales(p.name):
+                copy._p.scale_values(self._factor)
+            out.append(copy)
+        return out
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DepthScalePolicy) and other._depth == self._depth
@@ -177,7 +186,10 @@ class DepthInitializationRecord:
     """How a depth-initialized decoder was constructed: configuration, factor, policy and base
     initializer identifiers, the caller's generator state before and after, and the number of
     transformed tensors (0 at one block, else ``2 * layers``). JSON round trip via
-    :meth:`to_dict` / :meth:`from_dict` is lossless."""
+    :meth:`to_dict` / :meth:`from_dict` is lossless.
+
+    Not to be confused with a :class:`pydepth.ForwardRecord` (what one forward pass produced)
+    or with ``forward(record=...)`` (whether that pass keeps its intermediate values)."""
 
     config: DecoderConfig
     factor: float
@@ -205,7 +217,7 @@ class DepthInitializationRecord:
         return {"format": "pydepth-depth-init-record-v1",
                 "config": self.config.to_dict(),
                 "factor": self.factor,
-                "factor_bits": _float_bits(self.factor),
+                "factor_bits": float_bits(self.factor),
                 "policy_id": self.policy_id,
                 "base_initializer_id": self.base_initializer_id,
                 "initial_rng_state": str(self.initial_rng_state),
@@ -236,9 +248,9 @@ class DepthInitializationRecord:
         bits = d["factor_bits"]
         if not isinstance(bits, str) or not re.fullmatch(r"[0-9a-f]{16}", bits):
             raise ValueError(f"factor_bits must be 16 lowercase hex digits, got {bits!r}")
-        if _float_bits(float(factor)) != bits:
+        if float_bits(float(factor)) != bits:
             raise RecordMismatchError(
-                f"factor {factor!r} has bits {_float_bits(float(factor))}, record says {bits}")
+                f"factor {factor!r} has bits {float_bits(float(factor))}, record says {bits}")
         states = []
         for key in ("initial_rng_state", "final_rng_state"):
             s = d[key]
@@ -269,7 +281,7 @@ def _check_record(record: DepthInitializationRecord) -> DepthScalePolicy:
         policy = DepthScalePolicy(record.config.layers)
     except DepthScaleError as err:
         raise RecordMismatchError(f"record configuration has no depth policy: {err}") from None
-    if _float_bits(record.factor) != _float_bits(policy.factor):
+    if float_bits(record.factor) != float_bits(policy.factor):
         raise RecordMismatchError(
             f"record factor {record.factor!r} differs from the policy factor {policy.factor!r} "
             f"for {record.config.layers} blocks")
@@ -455,17 +467,10 @@ class FreshDepthInitialization:
             model = self._base  # exact leaves, values and generator consumption
             transformed = 0
         else:
-            staged: List[NamedParameter] = []
-            transformed = 0
-            for p in self._base.parameters:
-                copy = NamedParameter(p.name, p.value)
-                if policy.selects(p.name):
-                    copy._p.scale_values(policy.factor)
-                    transformed += 1
-                staged.append(copy)
+            transformed = sum(policy.scales(p.name) for p in self._base.parameters)
             if transformed != _expected_transformed(policy.depth):
                 raise DepthInitError(f"selected {transformed} tensors, expected {2 * policy.depth}")
-            model = DecoderModel.from_parameters(self._config, staged)
+            model = DecoderModel.from_parameters(self._config, policy.apply(self._base.parameters))
         record = DepthInitializationRecord(
             config=self._config, factor=policy.factor, policy_id=POLICY_ID,
             base_initializer_id=BASE_INITIALIZER_ID, initial_rng_state=self._initial_state,

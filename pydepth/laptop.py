@@ -1,7 +1,6 @@
 """`pydepth laptop`: the chapter's 32.5M-parameter laptop plan, built and run once."""
 from __future__ import annotations
 
-import resource
 import sys
 import time
 from typing import Any, Dict, Optional, Sequence, TextIO
@@ -12,19 +11,21 @@ from ._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationBudget, FreshDepthInitialization
 from .health import check_band, observe_residual_health
-from .model import DecoderModel, NamedParameter
+from .model import DecoderModel
 from .threads import get_num_threads
 
-PLAN = dict(vocabulary_size=16384, model_width=512, layers=8, heads=8, kv_heads=2,
-            feed_forward_width=1536, max_positions=512)
+#: The chapter's laptop-scale decoder: 32,514,560 parameters.
+LAPTOP_CONFIG = DecoderConfig(vocabulary_size=16384, model_width=512, heads=8, feed_forward_width=1536,
+                              layers=8, max_positions=512, kv_heads=2)
+#: The same configuration as a dict (DecoderConfig.to_dict()).
+PLAN = LAPTOP_CONFIG.to_dict()
 
 
 def plan_config(overrides: Optional[Dict[str, Any]] = None) -> DecoderConfig:
     """The laptop plan's configuration, with optional overrides for reduced sizes."""
     d = dict(PLAN)
     d.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return DecoderConfig(d["vocabulary_size"], d["model_width"], d["heads"], d["feed_forward_width"],
-                         d["layers"], d["max_positions"], kv_heads=d["kv_heads"])
+    return DecoderConfig.from_dict(d)
 
 
 def deterministic_batch(cfg: DecoderConfig, tokens: int):
@@ -37,6 +38,7 @@ def deterministic_batch(cfg: DecoderConfig, tokens: int):
 
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB."""
+    import resource  # POSIX only; imported here so the plan's configuration imports anywhere
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -77,17 +79,14 @@ def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool
     say(f"preparing base model: {cfg.parameter_count:,} parameters, {get_num_threads()} threads")
     t0 = time.perf_counter()
     fresh = FreshDepthInitialization.prepare(cfg, budget, rng)
-    base_copy = None
-    if control:
-        base_copy = [NamedParameter(p.name, p.value) for p in fresh.base_model.parameters]
+    control_model = fresh.base_model.clone() if control else None
     init = fresh.complete()
     del fresh
     build_seconds = time.perf_counter() - t0
     say(f"initialized with factor {init.record.factor:.6f} ({init.record.transformed_tensors} tensors scaled)")
     runs = [_run(init.model, ids, targets, "initialized", say, band)]
     if control:
-        runs.append(_run(DecoderModel.from_parameters(cfg, base_copy), ids, targets,
-                         "same_base_unscaled_control", say, band))
+        runs.append(_run(control_model, ids, targets, "same_base_unscaled_control", say, band))
     say("done")
     return {"config": cfg.to_dict(), "parameter_count": cfg.parameter_count, "tokens": tokens,
             "seed": seed, "threads": get_num_threads(), "build_seconds": build_seconds,

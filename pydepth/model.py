@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core, _nodes
 from ._core import SplitMix64
-from ._translate import TARGET as TARGET_STATUS, TOKEN as TOKEN_STATUS, raise_core
+from ._translate import raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
@@ -246,17 +246,24 @@ class BlockForward:
 
 
 class ForwardRecord:
-    """Everything one forward pass produced; graph memory is freed with its last reference."""
+    """Everything one forward pass produced; graph memory is freed with its last reference.
+
+    "Record" names three things in pydepth: ``forward(record=...)`` chooses whether the
+    intermediate values are kept for the reverse pass; a ``ForwardRecord`` (this class) is
+    what every forward returns, with or without them (see :attr:`recorded`); a
+    :class:`pydepth.DepthInitializationRecord` says how a model's parameters were initialized.
+    """
 
     def __init__(self, model: "DecoderModel", graph: Any, token_shape: Tuple[int, int],
-                 valid: Optional[np.ndarray], targets: Optional[np.ndarray] = None) -> None:
+                 valid: Optional[np.ndarray],
+                 targets: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
         self.model = model
         self._graph = graph
         self.token_shape = token_shape
         self._mask = valid  # None: every position valid (built on demand)
         if valid is not None:
             valid.setflags(write=False)
-        self._batch_targets = targets
+        self._batch_targets = targets  # (as given, int64 for the core) of a Batch
         # weak references: values point at the record, so strong ones would form a cycle
         self._values: "dict[Tuple[int, int], weakref.ref[GraphValue]]" = {}
 
@@ -363,15 +370,14 @@ class ForwardRecord:
         if targets is None:
             if self._batch_targets is None:
                 raise TokenError("targets are required for a plain token array")
-            tg = self._batch_targets
+            shown, tg = self._batch_targets
         else:
-            tg = _targets_array(targets, self.token_shape, self._mask, self.model.config.vocabulary_size)
+            shown, tg = _targets_array(targets, self.token_shape)
         try:
             self._graph.attach_loss(tg.reshape(-1))
         except _core.CoreError as err:
-            if err.code == TARGET_STATUS:
-                _core_id_error(err, "target id", tg, self.model.config.vocabulary_size)
-            raise_core(err, token_shape=self.token_shape)
+            raise_core(err, token_shape=self.token_shape, ids=shown,
+                       vocabulary_size=self.model.config.vocabulary_size, masked=self._mask is not None)
         return self._value(-1, _nodes.LOSS)
 
     def release(self) -> None:
@@ -388,7 +394,9 @@ def _int_array(name: str, values: Any) -> np.ndarray:
     return arr
 
 
-def _tokens_array(tokens: Any, cfg: DecoderConfig) -> np.ndarray:
+def _tokens_array(tokens: Any, cfg: DecoderConfig) -> Tuple[np.ndarray, np.ndarray]:
+    """The caller's ids [B, T] (kept for messages) and their int64 copy for the core, which
+    checks the range (unsigned ids too large for int64 wrap to negative and are refused)."""
     arr = _int_array("tokens", tokens)
     if arr.ndim != 2:
         raise TokenError(f"tokens must have rank 2 [batch, tokens], got shape {arr.shape}")
@@ -399,31 +407,12 @@ def _tokens_array(tokens: Any, cfg: DecoderConfig) -> np.ndarray:
         raise TokenError("sequence length is 0")
     if T > cfg.max_positions:
         raise TokenError(f"sequence length {T} exceeds max_positions {cfg.max_positions}")
-    if arr.dtype.kind == "u" and arr.max() >= cfg.vocabulary_size:  # may not fit in int64
-        _raise_out_of_range("token id", arr, cfg.vocabulary_size)
-    # signed ids convert exactly; the core checks their range and names the first offender
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return arr, np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def _raise_out_of_range(what: str, arr: np.ndarray, vocab: int, valid: Optional[np.ndarray] = None) -> None:
-    bad = (arr < 0) | (arr >= vocab)
-    if valid is not None:
-        bad &= valid
-    where = np.argwhere(bad)
-    if where.size:
-        b, t = (int(x) for x in where[0])
-        raise TokenError(f"{what} {int(arr[b, t])} at position [{b}, {t}] is outside [0, {vocab})")
-
-
-def _core_id_error(err: "_core.CoreError", what: str, ids: np.ndarray, vocab: int) -> None:
-    """Names the exact id the core refused (its report carries the flat position)."""
-    T = ids.shape[1]
-    b, t = divmod(err.index, T)
-    raise TokenError(f"{what} {int(ids.reshape(-1)[err.index])} at position [{b}, {t}] "
-                     f"is outside [0, {vocab})") from None
-
-
-def _targets_array(targets: Any, shape: Tuple[int, int], valid: np.ndarray, vocab: int) -> np.ndarray:
+def _targets_array(targets: Any, shape: Tuple[int, int]) -> Tuple[np.ndarray, np.ndarray]:
+    """The caller's targets reshaped to [B, T] (kept for messages) and their int64 copy; the
+    core checks the range at valid positions."""
     arr = _int_array("targets", targets)
     B, T = shape
     if arr.size != B * T:
@@ -431,12 +420,7 @@ def _targets_array(targets: Any, shape: Tuple[int, int], valid: np.ndarray, voca
     if arr.ndim not in (1, 2) or (arr.ndim == 2 and arr.shape != shape):
         raise TokenError(f"targets must have shape {shape}, got {arr.shape}")
     arr = arr.reshape(B, T)
-    if valid is None:  # every position valid: the core checks the range
-        if arr.dtype.kind == "u" and arr.max() >= vocab:
-            _raise_out_of_range("target id", arr, vocab)
-        return np.ascontiguousarray(arr, dtype=np.int64)
-    _raise_out_of_range("target id", arr, vocab, valid)
-    return np.ascontiguousarray(np.where(valid, arr, 0), dtype=np.int64)
+    return arr, np.ascontiguousarray(arr, dtype=np.int64)
 
 
 class DecoderModel:
@@ -469,6 +453,12 @@ class DecoderModel:
         self = cls.__new__(cls)
         self._setup(config, list(parameters))
         return self
+
+    def clone(self) -> "DecoderModel":
+        """An independent model with this configuration and copies of this model's parameter
+        values: same names and bits, zero gradients, nothing drawn. The same-base unscaled
+        control of a depth initialization is ``fresh.base_model.clone()``."""
+        return DecoderModel.from_parameters(self._config, [NamedParameter(p.name, p.value) for p in self._parameters])
 
     def _setup(self, config: DecoderConfig, params: List[NamedParameter]) -> None:
         self._config = config
@@ -509,21 +499,25 @@ class DecoderModel:
         cfg = self._config
         if isinstance(source, Batch):
             ids, valid, pos, seg = source._core_layout(cfg)
-            return ids, valid, pos, seg, source.valid.copy(), source._targets_for(cfg)
-        ids = _tokens_array(source, cfg)
-        return ids, None, None, None, None, None
+            targets = (source.targets, source._core_targets())
+            return source.tokens, ids, valid, pos, seg, source.valid.copy(), targets
+        shown, ids = _tokens_array(source, cfg)
+        return shown, ids, None, None, None, None, None
 
     def forward(self, tokens: Any, *, record: Optional[bool] = None) -> ForwardRecord:
-        """Runs the decoder on token ids [B, T] (or a pydepth.Batch). With record=False (or
-        inside no_grad()) the same bits are computed without recording a graph."""
-        ids, valid, pos, seg, mask, targets = self._layout(tokens)
+        """Runs the decoder on token ids [B, T] (or a pydepth.Batch).
+
+        ``record`` chooses whether the graph of intermediate values is kept for ``backward``
+        (default: True outside :func:`no_grad`); with ``record=False`` the same bits are
+        computed and only the residual sites, final norm output and logits are kept. Either way
+        the result is a :class:`ForwardRecord`."""
+        shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         rec = is_recording() if record is None else bool(record)
         try:
             graph = _core._Graph(self._core, ids, valid, pos, seg, rec)
         except _core.CoreError as err:
-            if err.code == TOKEN_STATUS:
-                _core_id_error(err, "token id", ids, self._config.vocabulary_size)
-            raise_core(err, token_shape=ids.shape)
+            raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=self._config.vocabulary_size,
+                       masked=mask is not None)
         return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
 
     def loss(self, source: Any, targets: Any = None, *, record: Optional[bool] = None) -> GraphValue:

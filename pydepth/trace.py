@@ -2,31 +2,23 @@
 from __future__ import annotations
 
 import math
-import struct
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
+from ._bits import float_bits, hex_bits
 from ._core import SplitMix64
 from .config import DecoderConfig
+from .depth_init import DepthScalePolicy
 from .errors import TokenError
 from .health import sequential_sum
-from .model import DecoderModel, NamedParameter
+from .model import DecoderModel
+
+__all__ = ["FORMAT", "ENCODING", "hex_bits", "float_bits", "plain_rms", "depth_factor",
+           "model_trace", "fixture_trace"]
 
 FORMAT = "pydepth-reference-trace-v1"
 ENCODING = "IEEE-754 binary64 bit patterns as 16 lowercase hex digits, row-major"
-SELECTED_SUFFIXES = (".attention.output.weight", ".ffn.down.weight")
-
-
-def hex_bits(values: Any) -> List[str]:
-    """16-hex-digit bit patterns of float64 values, row-major."""
-    arr = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-    return [format(int(b), "016x") for b in arr.view(np.uint64)]
-
-
-def float_hex(x: float) -> str:
-    """The bit pattern of one float64."""
-    return struct.pack(">d", x).hex()
 
 
 def plain_rms(x: np.ndarray) -> float:
@@ -36,8 +28,9 @@ def plain_rms(x: np.ndarray) -> float:
 
 
 def depth_factor(layers: int) -> float:
-    """1/sqrt(layers) as the reference computes it (inf for zero layers)."""
-    return 1.0 / math.sqrt(float(layers)) if layers else math.inf
+    """The depth policy's factor 1/sqrt(layers); inf for zero layers, which the trace records
+    although the policy refuses them."""
+    return DepthScalePolicy(layers).factor if layers else math.inf
 
 
 def _entry(name: str, value: np.ndarray) -> Dict[str, Any]:
@@ -58,8 +51,8 @@ def model_trace(model: DecoderModel, tokens: np.ndarray, targets: np.ndarray) ->
         "forward": forward,
         "site_adjoints": [_entry(f"site.{i}", a) for i, a in enumerate(adjoints)],
         "parameter_gradients": [_entry(p.name, p.grad) for p in model.parameters],
-        "site_activation_rms": [float_hex(plain_rms(s.value)) for s in sites],
-        "site_adjoint_rms": [float_hex(plain_rms(a)) for a in adjoints],
+        "site_activation_rms": [float_bits(plain_rms(s.value)) for s in sites],
+        "site_adjoint_rms": [float_bits(plain_rms(a)) for a in adjoints],
     }
     model.zero_grad()
     return out
@@ -79,28 +72,24 @@ def _id_array(name: str, values: Any, batch: Optional[int]) -> np.ndarray:
 
 def fixture_trace(cfg: DecoderConfig, seed: int, tokens: Any, targets: Any, *,
                   fixture_id: str = "custom", batch: Optional[int] = None) -> Dict[str, Any]:
-    """One fixture: the same base draws as a depth-initialized model (selected weights times
-    1/sqrt(layers) when layers > 1) and as the unscaled control."""
+    """One fixture: the same base draws as a depth-initialized model (the depth policy applied:
+    selected weights times 1/sqrt(layers) when layers > 1) and as the unscaled control."""
     tok = _id_array("tokens", tokens, batch)
     tgt = _id_array("targets", targets, tok.shape[0])
     rng = SplitMix64(seed)
     initial = rng.state
     base = DecoderModel(cfg, rng)
     factor = depth_factor(cfg.layers)
-    scaled = []
-    for p in base.parameters:
-        q = NamedParameter(p.name, p.value)
-        if cfg.layers != 1 and p.name.endswith(SELECTED_SUFFIXES):
-            q._p.scale_values(factor)
-        scaled.append(q)
-    initialized = DecoderModel.from_parameters(cfg, scaled)
+    # zero blocks select nothing, so the initialized variant is then a plain copy
+    initialized = (DecoderModel.from_parameters(cfg, DepthScalePolicy(cfg.layers).apply(base.parameters))
+                   if cfg.layers else base.clone())
     return {
         "id": fixture_id,
         "config": cfg.to_dict(),
         "seed": int(seed),
         "initial_rng_state": str(initial),
         "final_rng_state": str(rng.state),
-        "factor": float_hex(factor),
+        "factor": float_bits(factor),
         "token_shape": list(tok.shape),
         "tokens": [int(x) for x in tok.reshape(-1)],
         "targets": [int(x) for x in tgt.reshape(-1)],

@@ -4,11 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import pydepth
-from pydepth import DecoderConfig, DecoderModel, NamedParameter, SplitMix64
-
-
-def bits(a):
-    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
+from pydepth import DecoderConfig, DecoderModel, SplitMix64
+from conftest import bits
 
 
 def small_model(seed=7, layers=2, heads=2, kv_heads=None, width=8, ff=6, vocab=23, positions=6):
@@ -31,7 +28,7 @@ def test_gradients_match_central_differences(seed, heads, layers, B, T):
     ids, tgt = batch_ids(rng, B, T, 13)
     loss = model.loss(ids, tgt)
     loss.backward()
-    probe = DecoderModel.from_parameters(model.config, [NamedParameter(p.name, p.value) for p in model.parameters])
+    probe = model.clone()
     for p, q in zip(model.parameters, probe.parameters):
         base = p.snapshot()
         for flat in rng.choice(p.size, size=min(3, p.size), replace=False):

@@ -4,12 +4,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64, TokenError
+from conftest import bits
 
 V, P = 31, 6
-
-
-def bits(a):
-    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
 
 
 @pytest.fixture(scope="module")

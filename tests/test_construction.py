@@ -7,16 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, NamedParameter, SplitMix64
+from conftest import bits, from_hex
 
 GOLDEN = 0x9E3779B97F4A7C15
-
-
-def ref_bits(hexes):
-    return np.array([int(h, 16) for h in hexes], dtype=np.uint64)
-
-
-def bits(a):
-    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
 
 
 def test_public_fixtures_parameters_bit_exact(reference_trace):
@@ -31,7 +24,7 @@ def test_public_fixtures_parameters_bit_exact(reference_trace):
         assert [p.name for p in model.parameters] == [e["name"] for e in expected]
         for p, e in zip(model.parameters, expected):
             assert list(p.shape) == e["shape"]
-            assert np.array_equal(bits(p.value), ref_bits(e["bits"])), p.name
+            assert np.array_equal(bits(p.value), from_hex(e["bits"])), p.name
             assert not p.grad.any() and np.all(bits(p.grad) == 0)
 
 

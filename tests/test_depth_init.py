@@ -19,12 +19,10 @@ from pydepth import (AlreadyCompletedError, BudgetExceededError, DecoderConfig, 
                      ModifiedFreshParameterError, NamedParameter, NotFreshError,
                      RecordMismatchError, Restored, SplitMix64, ZeroDepthError,
                      initialize_depth_scaled)
+from conftest import SEED, TARGETS, TOKENS
 
-SEED = 4701
 NARROW = {L: DecoderConfig(266, 4, 1, 4, L, 4) for L in (1, 2, 8)}
 BRIDGE = DecoderConfig(266, 16, 2, 20, 2, 16)
-TOKENS = np.array([[0, 99, 100, 101]])
-TARGETS = np.array([[99, 100, 101, 1]])
 ROOMY = DepthInitializationBudget(10**6, 64)
 
 

@@ -4,10 +4,7 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, NamedParameter, SplitMix64
-
-
-def bits(a):
-    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
+from conftest import bits
 
 
 def repeated_mha(gqa):

@@ -16,14 +16,11 @@ from pydepth import (HEALTH_BAND, Batch, DecoderConfig, DecoderModel, DepthHealt
                      ModelForwardMismatchError, NamedParameter, NonFiniteValueError, RatioBand,
                      SplitMix64, classify_ratio, observe_residual_health)
 from pydepth.health import valid_feature_rms
-
-SEED = 4701
-TOKENS = np.array([[0, 99, 100, 101]])
-TARGETS = np.array([[99, 100, 101, 1]])
+from conftest import SEED, TARGETS, TOKENS, from_hex
 
 
-def decode(bits):
-    return np.array([int(h, 16) for h in bits], dtype=np.uint64).view(np.float64)
+def decode(hexes):
+    return from_hex(hexes).view(np.float64)
 
 
 def sequential_rms(x):
@@ -37,8 +34,7 @@ def initialized(cfg, seed=SEED):
     rng = SplitMix64(seed)
     fresh = FreshDepthInitialization.prepare(
         cfg, DepthInitializationBudget(cfg.parameter_count, cfg.max_positions), rng)
-    control = DecoderModel.from_parameters(
-        cfg, [NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+    control = fresh.base_model.clone()
     return fresh.complete().model, control
 
 
@@ -96,7 +92,7 @@ def test_rms_matches_reference_trace(reference_trace, index, variant):
 @pytest.mark.parametrize("layers", [1, 2, 8])
 def test_observation_leaves_gradients_equal_to_plain_backward(layers):
     model = narrow(layers)
-    twin = DecoderModel.from_parameters(model.config, [NamedParameter(p.name, p.value) for p in model.parameters])
+    twin = model.clone()
     values = [p.value.view(np.uint64).copy() for p in model.parameters]
     revisions = [p.revision for p in model.parameters]
     observe(model)
@@ -111,7 +107,7 @@ def test_observation_leaves_gradients_equal_to_plain_backward(layers):
 
 def test_observation_draws_nothing_and_accumulates_like_backward():
     model = narrow(2)
-    twin = DecoderModel.from_parameters(model.config, [NamedParameter(p.name, p.value) for p in model.parameters])
+    twin = model.clone()
     observe(model)
     observe(model)
     twin.loss(TOKENS, TARGETS).backward()

@@ -14,6 +14,7 @@ import pytest
 
 import pydepth as pd
 from pydepth import _core
+from conftest import bits
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
@@ -56,10 +57,6 @@ def reference(kind, a, b, c0, acc):
     for k in range(lhs.shape[1]):
         s = s + lhs[:, k:k + 1] * rhs[k:k + 1, :]
     return c0 + s if acc else s
-
-
-def bits(x):
-    return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
 
 
 def run(kind, a, b, c0, acc):

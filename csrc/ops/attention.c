@@ -7,7 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pd_ops.h"
+#include "attention.h"
+#include "canon.h"
 #include "../kernels/gemm.h"
 #include "../kernels/pool.h"
 #include "../pd_buffer.h"

@@ -1,5 +1,5 @@
 /* Token lookup and its scatter-add VJP (docs/numerics.md §5.6, §6.2). */
-#include "pd_ops.h"
+#include "embedding.h"
 
 void pd_embedding_forward(size_t N, size_t W, const double *E, const int64_t *ids,
                           const uint8_t *valid, double *x) {

@@ -1,7 +1,8 @@
 /* Valid-target mean NLL from the logits and its VJP (docs/numerics.md §5.7, §6.2). */
 #include <math.h>
 #include <stdlib.h>
-#include "pd_ops.h"
+#include "loss.h"
+#include "canon.h"
 #include "../pd_nodes.h"
 #include "../kernels/pool.h"
 

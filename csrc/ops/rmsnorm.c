@@ -1,6 +1,6 @@
 /* RMSNorm forward and VJP, rows on the pool (docs/numerics.md §5.1, §6.2). */
 #include <math.h>
-#include "pd_ops.h"
+#include "rmsnorm.h"
 #include "../kernels/pool.h"
 
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */

@@ -1,6 +1,7 @@
-/* RoPE tables and rotations, and the head split/merge relabelling (docs/numerics.md §5.2-§5.3). */
+/* RoPE tables and rotations (docs/numerics.md §5.2, §6.2). */
 #include <math.h>
-#include "pd_ops.h"
+#include "rope.h"
+#include "canon.h"
 #include "../kernels/pool.h"
 
 pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double *cos_t, pd_error *e) {
@@ -65,43 +66,4 @@ void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
                    int inverse) {
     rope_ctx c = {Hn, T, D, pos, sin_t, cos_t, in, out};
     pd_parallel_for(B * Hn * T, 1 + 16384 / (D ? D : 1), inverse ? unrotate_rows : rotate_rows, &c);
-}
-
-typedef struct {
-    size_t T, Hn, D;
-    const double *src;
-    double *dst;
-} heads_ctx;
-
-/* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...]. */
-static void split_rows(void *vctx, size_t begin, size_t end) {
-    const heads_ctx *c = vctx;
-    const size_t T = c->T, Hn = c->Hn, D = c->D;
-    for (size_t bt = begin; bt < end; bt++)
-        for (size_t h = 0; h < Hn; h++) {
-            const double *xr = c->src + bt * Hn * D + h * D;
-            double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;
-            for (size_t d = 0; d < D; d++) hd[d] = xr[d];
-        }
-}
-
-static void merge_rows(void *vctx, size_t begin, size_t end) {
-    const heads_ctx *c = vctx;
-    const size_t T = c->T, Hn = c->Hn, D = c->D;
-    for (size_t bt = begin; bt < end; bt++)
-        for (size_t h = 0; h < Hn; h++) {
-            const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;
-            double *xr = c->dst + bt * Hn * D + h * D;
-            for (size_t d = 0; d < D; d++) xr[d] = hd[d];
-        }
-}
-
-void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
-    heads_ctx c = {T, Hn, D, x, heads};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), split_rows, &c);
-}
-
-void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
-    heads_ctx c = {T, Hn, D, heads, x};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), merge_rows, &c);
 }

@@ -2,7 +2,7 @@
  * (docs/numerics.md §5.5, §6.2). Every output depends on its own inputs only, so chunks run on
  * the pool. */
 #include <math.h>
-#include "pd_ops.h"
+#include "swiglu.h"
 #include "../kernels/pool.h"
 
 #define EW_GRAIN 16384 /* elements per chunk: below this a wake-up costs more than the loop */

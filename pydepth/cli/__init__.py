@@ -15,7 +15,15 @@ from ._args import error
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 # Subcommand name -> module in this package; the order is the order of --help.
-SUBCOMMANDS = ("demo", "observe", "trace", "laptop", "verify")
+SUBCOMMANDS = (
+    "demo",
+    "observe",
+    "trace",
+    "laptop",
+    "verify",
+    "sweep",
+    "depth-check",
+)
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]

@@ -50,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
     from .._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
-    from ..model import DecoderModel, NamedParameter
     if args.plot and _args.plot_missing():
         return 2
     cfg = _args.load_config(args.config)
@@ -66,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     fresh = FreshDepthInitialization.prepare(cfg, DepthInitializationBudget.for_config(cfg), SplitMix64(args.seed))
     control_model = None
     if args.control:  # a copy of the actual base draw, before completion scales it
-        control_model = DecoderModel.from_parameters(
-            cfg, [NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters])
+        control_model = fresh.base_model.clone()
     init = fresh.complete()
     observed = _observe(init.model, tokens, targets, valid, args.band)
     doc: Dict[str, Any] = {"config": cfg.to_dict(), "seed": args.seed, "token_shape": list(tokens.shape),

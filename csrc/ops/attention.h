@@ -1,0 +1,23 @@
+/* Segment-causal attention forward and VJP over head lanes (ops/attention.c). */
+#ifndef PD_OPS_ATTENTION_H
+#define PD_OPS_ATTENTION_H
+#include <stddef.h>
+#include <stdint.h>
+#include "../pd_error.h"
+
+typedef struct {
+    size_t B, T, H, KV, D;
+    const uint8_t *valid;
+    const size_t *seg_start, *seg_end;
+} pd_attn_geom;
+
+/* Scores, segment-causal softmax (weights pm [B,H,T,T]) and mixing (ho [B,H,T,D]). */
+pd_status pd_attention_forward(const pd_attn_geom *a, const double *qr, const double *kr,
+                               const double *vh, double *pm, double *ho, int block, pd_error *e);
+/* dO [B,H,T,D] -> dql [B,H,T,D], dkr and dvh [B,KV,T,D] (query heads of a group summed in
+ * query-head order). Fails only when scratch cannot be allocated. */
+pd_status pd_attention_backward(const pd_attn_geom *a, const double *qr, const double *kr,
+                                const double *vh, const double *pm, const double *dO, double *dql,
+                                double *dkr, double *dvh, pd_error *e);
+
+#endif

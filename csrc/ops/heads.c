@@ -1,0 +1,43 @@
+/* The head split and merge relabellings between [B, T, Hn*D] rows and [B, Hn, T, D] heads
+ * (docs/numerics.md §5.3): exact copies, rows on the pool. */
+#include "heads.h"
+#include "../kernels/pool.h"
+
+typedef struct {
+    size_t T, Hn, D;
+    const double *src;
+    double *dst;
+} heads_ctx;
+
+/* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...]. */
+static void split_rows(void *vctx, size_t begin, size_t end) {
+    const heads_ctx *c = vctx;
+    const size_t T = c->T, Hn = c->Hn, D = c->D;
+    for (size_t bt = begin; bt < end; bt++)
+        for (size_t h = 0; h < Hn; h++) {
+            const double *xr = c->src + bt * Hn * D + h * D;
+            double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;
+            for (size_t d = 0; d < D; d++) hd[d] = xr[d];
+        }
+}
+
+static void merge_rows(void *vctx, size_t begin, size_t end) {
+    const heads_ctx *c = vctx;
+    const size_t T = c->T, Hn = c->Hn, D = c->D;
+    for (size_t bt = begin; bt < end; bt++)
+        for (size_t h = 0; h < Hn; h++) {
+            const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;
+            double *xr = c->dst + bt * Hn * D + h * D;
+            for (size_t d = 0; d < D; d++) xr[d] = hd[d];
+        }
+}
+
+void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
+    heads_ctx c = {T, Hn, D, x, heads};
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), split_rows, &c);
+}
+
+void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
+    heads_ctx c = {T, Hn, D, heads, x};
+    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), merge_rows, &c);
+}

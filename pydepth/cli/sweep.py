@@ -1,0 +1,117 @@
+"""``pydepth sweep``: residual health over a grid of depths, widths, seeds, policies and steps,
+on Dask, into a Parquet result directory; ``--rerun DIR ROW_ID`` recomputes one stored row."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Dict, Optional
+
+from . import _args
+
+# Grid options: (flag, spec field, argparse type, help). Shared with ``depth-check``.
+_GRID = (
+    ("--depths", "depths", str, "numbers of blocks, e.g. 1,2,4 or 1-8"),
+    ("--widths", "widths", str, "model widths, e.g. 16,64"),
+    ("--seeds", "seeds", str, "initialization seeds, e.g. 0-4"),
+    ("--policies", "policies", str, "scaled (pydepth's depth policy), unscaled (same-base control) or both"),
+    ("--steps", "steps", str, "optimizer steps at which to observe, e.g. 0,1,5,10 (AdamW on a fixed batch)"),
+    ("--tokens", "tokens", _args.positive, "tokens per row of the fixed batch (also max positions)"),
+    ("--batch-rows", "batch_rows", _args.positive, "rows of the fixed batch"),
+    ("--vocabulary-size", "vocabulary_size", _args.positive, "vocabulary size"),
+    ("--head-width", "head_width", _args.positive, "features per attention head (heads = width // head width)"),
+    ("--ff-ratio", "ff_ratio", float, "feed-forward width as a multiple of the model width"),
+    ("--data-seed", "data_seed", _args.seed, "seed of the fixed token batch"),
+    ("--lr", "lr", float, "AdamW learning rate"),
+    ("--weight-decay", "weight_decay", float, "AdamW decoupled weight decay"),
+)
+
+
+def add_grid_options(p: argparse.ArgumentParser, defaults: Optional[Dict[str, Any]] = None, *,
+                     out_required: bool = True) -> None:
+    """Adds the grid and engine options shared by ``sweep`` and ``depth-check``."""
+    defaults = defaults or {}
+    for flag, field, kind, text in _GRID:
+        if field in defaults:
+            shown = defaults[field]
+            shown = ",".join(map(str, shown)) if isinstance(shown, (tuple, list)) else shown
+            text = f"{text} (default {shown})"
+        p.add_argument(flag, dest=field, type=kind, default=None, help=text)
+    p.add_argument("--out", required=out_required, metavar="DIR",
+                   help="result directory (Parquet parts, sweep.json); an existing sweep there is resumed")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address (tcp://HOST:PORT), or local, threads, serial; default "
+                        "$DASK_SCHEDULER_ADDRESS, else a local cluster of one worker process per core")
+    p.add_argument("--workers", type=_args.positive, default=None,
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--no-resume", dest="resume", action="store_false",
+                   help="refuse a result directory that already holds results instead of resuming it")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (for logs)")
+
+
+def grid_changes(args: argparse.Namespace) -> Dict[str, Any]:
+    """The spec fields given on the command line (``None`` for the others)."""
+    return {field: getattr(args, field) for _, field, _, _ in _GRID}
+
+
+def missing_extra(plots: bool) -> bool:
+    """True (after saying which extra to install) when the sweep or plot extra is missing."""
+    try:
+        import distributed  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as err:
+        _args.error(f"this command needs the optional 'sweep' extra (Dask with distributed, pyarrow); "
+                    f"{err.name or 'a module'} is missing: pip install 'pydepth[sweep]'")
+        return True
+    return plots and _args.plot_missing()
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Adds the ``sweep`` subcommand and its options."""
+    p = sub.add_parser("sweep", help="residual health over depths, widths, seeds, policies and steps (Dask)",
+                       description="Runs one cell per (depth, width, seed, policy), observes residual "
+                       "health at the requested optimizer steps and writes one Parquet row per cell, "
+                       "step and site into --out. Needs the 'sweep' extra.")
+    p.add_argument("spec", nargs="?", metavar="SPEC.json",
+                   help="a sweep spec (SweepSpec.to_dict() JSON); options below override its fields")
+    p.add_argument("--rerun", nargs=2, metavar=("DIR", "ROW_ID"), default=None,
+                   help="recompute one stored row alone and compare it bit for bit (exit 0 only when identical)")
+    p.add_argument("--plot", action="store_true", help="also write the depth-check figures into --out")
+    add_grid_options(p, out_required=False)  # --rerun needs no --out: checked in run()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``pydepth sweep``; returns the exit code."""
+    if missing_extra(plots=args.plot):
+        return 2
+    from ..sweep import SweepSpec, rerun_row
+    from ..sweep import run as run_sweep
+    if args.rerun is not None:
+        result = rerun_row(args.rerun[0], args.rerun[1])
+        print(result.to_table())
+        return 0 if result.identical else 1
+    if args.out is None:
+        _args.error("sweep needs --out DIR (or --rerun DIR ROW_ID)")
+        return 2
+    changes = grid_changes(args)
+    if args.spec is not None:
+        spec = SweepSpec.from_json_file(args.spec).replace(**changes)
+    else:
+        missing = [f"--{k}" for k in ("depths", "widths", "seeds") if changes[k] is None]
+        if missing:
+            _args.error(f"without SPEC.json, sweep needs {', '.join(missing)}")
+            return 2
+        spec = SweepSpec.from_dict({k: v for k, v in changes.items() if v is not None})
+    result = run_sweep(spec, out=args.out, scheduler=args.scheduler, resume=args.resume,
+                       workers=args.workers, progress=not args.quiet)
+    print(f"{result.cells_run} cells computed, {result.cells_resumed} already stored, "
+          f"{result.cells_total} in the grid; {result.engine}; "
+          f"{result.cells_per_second:.1f} cells/s; results in {result.out}")
+    if args.plot:
+        from ..sweep.plots import plot_sweep
+        from ..sweep.store import read_table
+        from ..sweep.summary import cell_steps
+        table = read_table(args.out)
+        for path in plot_sweep(table, cell_steps(table), args.out):
+            print(f"wrote {path}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,38 @@
+"""Errors of the sweep package; each names the offending value."""
+from __future__ import annotations
+
+from ..errors import PydepthError
+
+__all__ = ["SweepError", "SweepSpecError", "SweepDependencyError", "OptimizerUnavailableError",
+           "SweepStoreError", "SweepResumeError", "RowNotFoundError"]
+
+
+class SweepError(PydepthError):
+    """A sweep cannot run, resume or be read."""
+
+
+class SweepSpecError(SweepError, ValueError):
+    """A sweep grid or option is invalid."""
+
+
+class SweepDependencyError(ImportError):
+    """Dask with distributed or pyarrow, the optional ``sweep`` extra, is not installed."""
+
+
+class OptimizerUnavailableError(SweepError):
+    """Steps after 0 need ``pydepth.optim.AdamW``, which this installation does not have."""
+
+
+class SweepStoreError(SweepError, OSError):
+    """A result directory or Parquet file is missing, foreign or inconsistent."""
+
+
+class SweepResumeError(SweepStoreError):
+    """A result directory holds a different sweep, or results while resume is off."""
+
+
+class RowNotFoundError(SweepStoreError, KeyError):
+    """No stored row has this row id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

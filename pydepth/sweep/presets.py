@@ -1,0 +1,63 @@
+"""The depth check: a sweep preset over depths 1..64, seeds and both policies at the first
+optimizer steps, with its figures and a terminal summary of where each policy leaves the band."""
+from __future__ import annotations
+
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import Any, List, Optional, TextIO, Union
+
+from .run import SweepResult, run
+from .spec import SweepSpec
+from .store import read_table
+from .summary import BandExit, band_exits, cell_steps, summary_lines
+
+__all__ = ["DEPTH_CHECK", "depth_check_spec", "DepthCheckResult", "depth_check", "SUMMARY_FILE"]
+
+#: The default grid of ``pydepth depth-check``.
+DEPTH_CHECK = dict(depths=(1, 2, 4, 8, 16, 32, 64), widths=(16, 64), seeds=(0, 1, 2, 3, 4),
+                   policies=("scaled", "unscaled"), steps=(0, 1, 2, 5, 10))
+#: The summary written next to the results.
+SUMMARY_FILE = "summary.txt"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def depth_check_spec(**changes: Any) -> SweepSpec:
+    """The depth-check grid, with any :class:`SweepSpec` field changed (``None`` keeps the
+    default)."""
+    d = dict(DEPTH_CHECK)
+    d.update({k: v for k, v in changes.items() if v is not None})
+    return SweepSpec.from_dict(d)
+
+
+@dataclass(frozen=True)
+class DepthCheckResult:
+    """The sweep, the band exits per width, policy and step, the summary and the figures."""
+
+    sweep: SweepResult
+    exits: List[BandExit]
+    summary: List[str]
+    figures: List[pathlib.Path]
+
+
+def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: Optional[str] = None,
+                resume: bool = True, workers: Optional[int] = None, plots: bool = True,
+                progress: bool = True, stream: Optional[TextIO] = None) -> DepthCheckResult:
+    """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
+    ``summary.txt`` and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` there."""
+    if plots:
+        from ..plots import _pyplot
+        _pyplot()  # a missing matplotlib is reported before any work
+    spec = spec if spec is not None else depth_check_spec()
+    result = run(spec, out=out, scheduler=scheduler, resume=resume, workers=workers,
+                 progress=progress, stream=stream)
+    table = read_table(out)
+    steps = cell_steps(table)
+    lines = summary_lines(steps)
+    (pathlib.Path(out) / SUMMARY_FILE).write_text("\n".join(lines) + "\n")
+    figures: List[pathlib.Path] = []
+    if plots:
+        from .plots import plot_sweep
+        figures = plot_sweep(table, steps, out)
+    return DepthCheckResult(result, band_exits(steps), lines, figures)

@@ -1,0 +1,237 @@
+"""Running a sweep: cells batched into Dask tasks, rows written to Parquet as batches finish.
+
+Engines (``scheduler=``):
+
+- ``None``: the cluster at ``$DASK_SCHEDULER_ADDRESS`` if set, else the local default.
+- ``"local"``: the local default, a ``distributed.LocalCluster`` of single-threaded worker
+  processes (one per core, or ``workers``) with ``PYDEPTH_NUM_THREADS=1``. Chosen by
+  measurement: sweep cells are short, so a process per core beats threads sharing the GIL.
+- ``"threads"``: a local cluster of one in-process worker with ``workers`` threads.
+- ``"serial"``: no Dask; the cells run one after another in this process (the baseline).
+- ``"tcp://HOST:PORT"`` (any Dask address): an existing cluster; its workers need this same
+  pydepth version, which is checked before any task is sent.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Union
+
+from .cell import optimizer_class, run_cells
+from .errors import SweepDependencyError, SweepError, SweepSpecError
+from .progress import Progress
+from .spec import Cell, SweepSpec
+from .store import prepare_directory, pyarrow_modules, write_part
+
+__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: Smallest and largest estimated work per Dask task, in seconds.
+MIN_TASK_SECONDS = 0.05
+MAX_TASK_SECONDS = 2.0
+#: Seconds to wait for a remote scheduler and its first worker.
+CONNECT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep did: cells in the grid, cells computed now and cells found done."""
+
+    out: pathlib.Path
+    engine: str
+    workers: int
+    cells_total: int
+    cells_run: int
+    cells_resumed: int
+    batches: int
+    seconds: float
+    compute_seconds: float
+
+    @property
+    def cells_per_second(self) -> float:
+        """Cells computed now per second, from the first task sent to the last part written
+        (engine start-up excluded; 0 when nothing ran)."""
+        t = self.compute_seconds
+        return self.cells_run / t if t > 0 and self.cells_run else 0.0
+
+
+def estimate_cell_seconds(spec: SweepSpec, cell: Cell) -> float:
+    """A rough cost model of one cell on one core, used only to size batches: per pass a fixed
+    cost per block (Python and observation) plus one proportional to parameters x tokens."""
+    cfg = spec.config(cell.depth, cell.width)
+    per_pass = 3e-4 * cell.depth + 4e-10 * cfg.parameter_count * spec.tokens * spec.batch_rows
+    return 5e-4 + (spec.max_step + 1) * per_pass
+
+
+def plan_batches(spec: SweepSpec, cells: Sequence[Cell], workers: int) -> List[List[Cell]]:
+    """Groups cells into tasks of at least ``MIN_TASK_SECONDS`` of estimated work (at most
+    ``MAX_TASK_SECONDS``, aiming at four tasks per worker), most expensive first."""
+    if not cells:
+        return []
+    cost = {c: estimate_cell_seconds(spec, c) for c in cells}
+    total = sum(cost.values())
+    target = min(MAX_TASK_SECONDS, max(MIN_TASK_SECONDS, total / (4 * max(1, workers))))
+    ordered = sorted(cells, key=lambda c: (-cost[c], c.depth, c.width, c.seed, c.policy))
+    batches: List[List[Cell]] = []
+    current: List[Cell] = []
+    acc = 0.0
+    for c in ordered:
+        current.append(c)
+        acc += cost[c]
+        if acc >= target:
+            batches.append(current)
+            current, acc = [], 0.0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise SweepDependencyError(
+            "sweeps on Dask need dask with distributed, part of the optional 'sweep' extra: "
+            "pip install 'pydepth[sweep]'") from None
+    return distributed
+
+
+def _worker_version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def _task_args(spec: SweepSpec, batch: Sequence[Cell]) -> Tuple[Dict[str, Any], List[Tuple[int, int, int, str]]]:
+    return spec.to_dict(), [(c.depth, c.width, c.seed, c.policy) for c in batch]
+
+
+def _serial(spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, List[Any]]]:
+    for b in batches:
+        yield run_cells(*_task_args(spec, b))
+
+
+class _Engine:
+    """A Dask client (and the local cluster it owns, if any), closed on exit."""
+
+    def __init__(self, scheduler: Optional[str], workers: Optional[int]) -> None:
+        self.cluster = None
+        self.client = None
+        self.name = "serial"
+        self.workers = 1
+        if scheduler == "serial":
+            return
+        distributed = _dask()
+        address = scheduler if scheduler not in (None, "local", "threads") else None
+        if scheduler is None:
+            address = os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+        if address is not None:
+            if "://" not in address and ":" not in address:
+                raise SweepSpecError(f"scheduler must be 'local', 'threads', 'serial' or a Dask address "
+                                     f"such as tcp://127.0.0.1:8786, got {address!r}")
+            try:
+                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+            except (OSError, TimeoutError) as err:
+                raise SweepError(f"cannot reach the Dask scheduler at {address}: {err}") from None
+            try:
+                self.client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+            except TimeoutError:
+                self.close()
+                raise SweepError(f"the Dask scheduler at {address} has no worker after "
+                                 f"{CONNECT_TIMEOUT:.0f} s") from None
+            self.name = f"dask scheduler {address}"
+        else:
+            n = workers or os.cpu_count() or 1
+            if scheduler == "threads":
+                # in-process HTTP servers bind to loopback only (None would still open :8787)
+                self.cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=n, processes=False,
+                                                        dashboard_address="127.0.0.1:0",
+                                                        worker_dashboard_address="127.0.0.1:0")
+                self.name = f"local Dask cluster, 1 worker x {n} threads"
+            else:
+                self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                        host="127.0.0.1", dashboard_address=None,
+                                                        env={"PYDEPTH_NUM_THREADS": "1"})
+                self.name = f"local Dask cluster, {n} worker processes"
+            self.client = distributed.Client(self.cluster)
+        versions = self.client.run(_worker_version)
+        from .. import __version__
+        bad = {w: v for w, v in versions.items() if v != __version__}
+        if bad:
+            self.close()
+            raise SweepError(f"Dask workers run another pydepth version than {__version__}: {bad}")
+        self.workers = max(1, sum(self.client.nthreads().values()))
+
+    def results(self, spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, List[Any]]]:
+        if self.client is None:
+            yield from _serial(spec, batches)
+            return
+        distributed = _dask()
+        futures = [self.client.submit(run_cells, *_task_args(spec, b), pure=False) for b in batches]
+        try:
+            for fut in distributed.as_completed(futures):
+                try:
+                    yield fut.result()
+                except Exception as err:
+                    if isinstance(err, SweepError):
+                        raise
+                    raise SweepError(f"a sweep task failed on a Dask worker: {type(err).__name__}: {err}") from err
+        finally:
+            for f in futures:
+                f.cancel()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+
+def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resume: bool = True,
+        workers: Optional[int] = None, progress: bool = True, stream: Optional[TextIO] = None) -> SweepResult:
+    """Runs every cell of ``spec`` not yet in ``out`` and writes its rows there as Parquet.
+
+    ``scheduler`` picks the engine (see the module docstring); ``workers`` sizes a local
+    cluster. With ``resume`` (the default) cells already stored in ``out`` are skipped; a
+    killed sweep loses at most the batches in flight. Steps after 0 need ``pydepth.optim``
+    (:class:`OptimizerUnavailableError` before any work otherwise). Returns a
+    :class:`SweepResult`; read the rows with :func:`pydepth.sweep.read_table`."""
+    if not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec must be a pydepth.sweep.SweepSpec, got {type(spec).__name__}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise SweepSpecError(f"workers must be a positive integer, got {workers!r}")
+    if spec.max_step > 0:
+        optimizer_class()
+    pyarrow_modules()
+    if scheduler != "serial":
+        _dask()
+    t0 = time.perf_counter()
+    done = prepare_directory(out, spec, resume=resume)
+    cells = spec.cells()
+    todo = [c for c in cells if c.cell_id not in done]
+    bar = Progress(len(cells), skipped=len(cells) - len(todo), stream=stream, enabled=progress)
+    engine = _Engine(scheduler, workers) if todo else None
+    n_workers = engine.workers if engine else 0
+    batches = plan_batches(spec, todo, n_workers or 1)
+    t1 = time.perf_counter()
+    bar.t0 = t1  # rates count compute, not the engine's start-up
+    try:
+        if engine is not None:
+            for columns in engine.results(spec, batches):
+                write_part(out, spec, columns)
+                bar.update(len(set(columns["cell_id"])))
+        t2 = time.perf_counter()
+        bar.close()
+    finally:
+        if engine is not None:
+            engine.close()
+    return SweepResult(out=pathlib.Path(out), engine=engine.name if engine else "none (all cells stored)",
+                       workers=n_workers, cells_total=len(cells), cells_run=len(todo),
+                       cells_resumed=len(cells) - len(todo), batches=len(batches),
+                       seconds=time.perf_counter() - t0, compute_seconds=t2 - t1)

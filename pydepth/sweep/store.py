@@ -1,0 +1,174 @@
+"""The result directory: one Parquet file per finished batch, plus ``sweep.json``.
+
+Each part is written to a hidden temporary name and renamed into place, so a killed sweep
+never leaves a truncated part under a final name; a resumed sweep skips every cell that has
+rows in a part. The spec (canonical JSON) and the pydepth version are in every part's file
+metadata and in ``sweep.json``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+from typing import Any, Dict, Iterable, List, Optional, Set, Union
+
+from .cell import COLUMNS
+from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
+from .spec import SweepSpec
+
+__all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
+           "done_cells", "read_table", "read_spec", "prepare_directory"]
+
+#: Format tag of the stored results.
+FORMAT = "pydepth-sweep-v1"
+#: The spec file in a result directory.
+SPEC_FILE = "sweep.json"
+_PART_PREFIX = "part-"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def pyarrow_modules() -> Any:
+    """``(pyarrow, pyarrow.parquet)``, or :class:`SweepDependencyError` naming the extra."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SweepDependencyError(
+            "sweep results need pyarrow, part of the optional 'sweep' extra: "
+            "pip install 'pydepth[sweep]'") from None
+    return pa, pq
+
+
+def schema(spec: SweepSpec) -> Any:
+    """The Arrow schema of the result rows, with the spec and version in its metadata."""
+    from .. import __version__
+    pa, _ = pyarrow_modules()
+    kinds = {"str": pa.string(), "int": pa.int64(), "uint": pa.uint64(), "float": pa.float64(),
+             "bool": pa.bool_()}
+    meta = {"pydepth.format": FORMAT, "pydepth.version": __version__, "pydepth.sweep.spec": spec.to_json()}
+    return pa.schema([pa.field(n, kinds[k], nullable=False) for n, k in COLUMNS], metadata=meta)
+
+
+def _atomic_write_bytes(path: pathlib.Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_part(out: PathLike, spec: SweepSpec, columns: Dict[str, List[Any]]) -> pathlib.Path:
+    """Writes one batch's rows as ``part-{hash of its cell ids}.parquet``, atomically."""
+    pa, pq = pyarrow_modules()
+    table = pa.Table.from_pydict({n: columns[n] for n, _ in COLUMNS}, schema=schema(spec))
+    cells = sorted(set(columns["cell_id"]))
+    key = hashlib.sha1("\n".join(cells).encode()).hexdigest()[:16]
+    path = pathlib.Path(out) / f"{_PART_PREFIX}{key}.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    _atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    return path
+
+
+def part_files(out: PathLike) -> List[pathlib.Path]:
+    """The finished parts in ``out`` (temporary files of batches in flight are ignored)."""
+    d = pathlib.Path(out)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir() if p.name.startswith(_PART_PREFIX) and p.suffix == ".parquet")
+
+
+def _check_part(path: pathlib.Path, spec_json: Optional[str]) -> Any:
+    _, pq = pyarrow_modules()
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except Exception as err:  # pyarrow raises several types for damaged files
+        raise SweepStoreError(f"{path}: not a readable Parquet file ({err})") from None
+    if meta.get(b"pydepth.format") != FORMAT.encode():
+        raise SweepStoreError(f"{path}: not a {FORMAT} result file")
+    if spec_json is not None and meta.get(b"pydepth.sweep.spec", b"").decode() != spec_json:
+        raise SweepResumeError(f"{path} holds results of a different sweep spec")
+    return meta
+
+
+def done_cells(out: PathLike, spec: SweepSpec) -> Set[str]:
+    """Cell ids that already have rows in ``out`` (each part checked against ``spec``)."""
+    _, pq = pyarrow_modules()
+    done: Set[str] = set()
+    for p in part_files(out):
+        _check_part(p, spec.to_json())
+        done.update(pq.read_table(p, columns=["cell_id"]).column("cell_id").to_pylist())
+    return done
+
+
+def read_spec(out: PathLike) -> SweepSpec:
+    """The spec of the sweep stored in ``out`` (from ``sweep.json``)."""
+    path = pathlib.Path(out) / SPEC_FILE
+    if not path.is_file():
+        raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise SweepStoreError(f"{path}: not JSON ({err})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or "spec" not in doc:
+        raise SweepStoreError(f"{path}: not a {FORMAT} spec file")
+    return SweepSpec.from_dict(doc["spec"])
+
+
+def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool) -> Set[str]:
+    """Creates ``out`` (or checks it holds this very sweep) and returns the cells already done.
+
+    Refuses with :class:`SweepResumeError` when ``out`` holds another spec, or holds results
+    while ``resume`` is off (nothing is deleted)."""
+    from .. import __version__
+    d = pathlib.Path(out)
+    if d.exists() and not d.is_dir():
+        raise SweepStoreError(f"--out {out} exists and is not a directory")
+    d.mkdir(parents=True, exist_ok=True)
+    spec_path = d / SPEC_FILE
+    parts = part_files(d)
+    if spec_path.exists():
+        stored = read_spec(d)
+        if stored.to_json() != spec.to_json():
+            diff = sorted(k for k, v in spec.to_dict().items() if stored.to_dict().get(k) != v)
+            raise SweepResumeError(f"{out} holds a different sweep (fields {', '.join(diff)} differ); "
+                                   "choose another --out")
+    elif parts:
+        raise SweepResumeError(f"{out} holds result parts but no {SPEC_FILE}")
+    if parts and not resume:
+        raise SweepResumeError(f"{out} already holds {len(parts)} result files; resume, or choose "
+                               "an empty directory")
+    doc = {"format": FORMAT, "pydepth_version": __version__, "spec": spec.to_dict()}
+    if not spec_path.exists():
+        _atomic_write_bytes(spec_path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+    return done_cells(d, spec)
+
+
+def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any:
+    """Every stored row of ``out`` as one Arrow table, sorted by (depth, width, seed, policy,
+    step, site) so that equal sweeps give equal tables whatever the batching or order."""
+    pa, pq = pyarrow_modules()
+    spec = read_spec(out)
+    parts = part_files(out)
+    want = list(columns) if columns is not None else None
+    if want is not None:
+        unknown = [c for c in want if c not in dict(COLUMNS)]
+        if unknown:
+            raise SweepStoreError(f"unknown result columns {unknown}")
+        for key in ("depth", "width", "seed", "policy", "step", "site"):
+            if key not in want:
+                want.append(key)
+    tables = []
+    for p in parts:
+        _check_part(p, spec.to_json())
+        tables.append(pq.read_table(p, columns=want))
+    if not tables:
+        return schema(spec).empty_table() if want is None else \
+            pa.schema([schema(spec).field(c) for c in want]).empty_table()
+    table = pa.concat_tables(tables)
+    keys = [("depth", "ascending"), ("width", "ascending"), ("seed", "ascending"),
+            ("policy", "ascending"), ("step", "ascending"), ("site", "ascending")]
+    return table.sort_by(keys).replace_schema_metadata(schema(spec).metadata)
