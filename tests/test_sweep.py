@@ -289,7 +289,7 @@ def test_resume_skips_stored_cells_and_refuses_another_spec(serial_small, tmp_pa
 
 
 def test_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
-    grid = ["--depths", "8,16", "--widths", "64", "--seeds", "0-9", "--tokens", "32"]
+    grid = ["--depths", "8,16", "--widths", "64", "--seeds", "0-9", "--sequence-length", "32"]
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "pydepth", "sweep", *grid, "--scheduler", "serial",
                              "--quiet", "--out", str(killed)], cwd=tmp_path, env=ENV,
@@ -356,7 +356,7 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
 
 def test_depth_check_writes_figures_summary_and_data(tmp_path):
     cli = subprocess.run([sys.executable, "-m", "pydepth", "depth-check", "--depths", "1,2,4,8",
-                          "--widths", "4,16", "--seeds", "0-2", "--steps", "0", "--tokens", "4",
+                          "--widths", "4,16", "--seeds", "0-2", "--steps", "0", "--sequence-length", "4",
                           "--scheduler", "serial", "--quiet", "--out", str(tmp_path / "dc")],
                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
     assert cli.returncode == 0, cli.stderr

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 import numpy as np
 
 from .. import health  # the band is read when used: it is the observer's
-from ..plots import _pyplot
+from ..plot_style import pyplot as _pyplot
 from .summary import CellStep
 
 __all__ = ["plot_depth_check", "plot_site_heatmap", "plot_sweep"]
