@@ -32,3 +32,5 @@ __all__ += ["DepthScalePolicy", "DepthInitializationBudget", "FreshDepthInitiali
             "DepthInitializedDecoder", "DepthInitializationRecord", "Fresh", "Initialized",
             "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
             "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow"]
+
+from . import optim  # noqa: E402

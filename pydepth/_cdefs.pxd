@@ -6,6 +6,8 @@ cdef extern from "pd_error.h":
         PD_OK
         PD_ERR_OVERFLOW
         PD_STATUS_COUNT
+        PD_ERR_SHAPE
+        PD_ERR_LAYOUT
     ctypedef struct pd_error:
         pd_status code
         size_t index
@@ -78,3 +80,22 @@ cdef extern from "pd_decoder.h":
 cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil
+
+cdef extern from "optim/pd_optim.h":
+    ctypedef struct pd_optim_tensor:
+        pd_param *param
+        double *slot[2]
+
+cdef extern from "optim/pd_sgd.h":
+    ctypedef struct pd_sgd_hparams:
+        double lr, momentum, weight_decay
+    pd_status pd_sgd_check(const pd_sgd_hparams *h, pd_error *e)
+    pd_status pd_sgd_step(const pd_optim_tensor *t, size_t n, const pd_sgd_hparams *h,
+                          uint64_t step, pd_error *e) nogil
+
+cdef extern from "optim/pd_adamw.h":
+    ctypedef struct pd_adamw_hparams:
+        double lr, beta1, beta2, eps, weight_decay
+    pd_status pd_adamw_check(const pd_adamw_hparams *h, pd_error *e)
+    pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h,
+                            uint64_t step, pd_error *e) nogil

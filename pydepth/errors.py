@@ -146,4 +146,20 @@ class UnsupportedModuleError(TorchBridgeError, TypeError):
     """The module cannot be observed as given (compiled, wrong output, missing loss)."""
 
 
+class OptimizerError(PydepthError):
+    """An optimizer cannot be built, step or load its state."""
+
+
+class InvalidHyperparameterError(OptimizerError, ValueError):
+    """A learning rate, beta, eps, momentum, weight decay or schedule value is outside its domain."""
+
+
+class NonFiniteUpdateError(OptimizerError, FloatingPointError):
+    """An update would produce a NaN or infinity; no parameter or slot was changed."""
+
+
+class OptimizerStateError(OptimizerError, ValueError):
+    """An optimizer state dict does not match the optimizer's kind, parameters or slot shapes."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

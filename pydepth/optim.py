@@ -1,0 +1,348 @@
+"""Optimizers over a model's parameters (SGD, AdamW) stepping in the C core, and learning-rate
+schedules as plain callables of the step. The per-element arithmetic is docs/numerics-optimizers.md."""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core, _translate
+from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
+from .model import NamedParameter
+
+Schedule = Callable[[int], float]
+LearningRate = Union[float, Schedule]
+
+__all__ = ["Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
+
+
+def _status(ident: str) -> int:
+    """A core status code by its identifier in csrc/pd_error.h ("ERR_CONFIG")."""
+    return _core.STATUS_CODES[ident]
+
+
+def _real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidHyperparameterError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidHyperparameterError(f"{name} must be an integer, got {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise InvalidHyperparameterError(f"{name} must be an integer, got {value!r}") from None
+    if v < 0:
+        raise InvalidHyperparameterError(f"{name} must be non-negative, got {v}")
+    return v
+
+
+class WarmupCosine:
+    """Learning rate of the step with `step` updates already taken: linear warmup
+    peak_lr*(step+1)/warmup_steps for step < warmup_steps, then a half cosine from peak_lr down to
+    min_lr at total_steps, and min_lr after that. The cosine is Python's math.cos (platform libm)."""
+
+    def __init__(self, peak_lr: float, *, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> None:
+        self.peak_lr = _real("peak_lr", peak_lr)
+        self.min_lr = _real("min_lr", min_lr)
+        self.warmup_steps = _count("warmup_steps", warmup_steps)
+        self.total_steps = _count("total_steps", total_steps)
+        if not math.isfinite(self.peak_lr) or self.peak_lr < 0.0:
+            raise InvalidHyperparameterError(f"peak_lr must be finite and non-negative, got {self.peak_lr!r}")
+        if not (math.isfinite(self.min_lr) and 0.0 <= self.min_lr <= self.peak_lr):
+            raise InvalidHyperparameterError(f"min_lr must lie in [0, peak_lr={self.peak_lr!r}], got {self.min_lr!r}")
+        if self.total_steps < self.warmup_steps or self.total_steps == 0:
+            raise InvalidHyperparameterError(
+                f"total_steps must be positive and at least warmup_steps={self.warmup_steps}, got {self.total_steps}")
+
+    def __call__(self, step: int) -> float:
+        s = _count("step", step)
+        if s < self.warmup_steps:
+            return self.peak_lr * (s + 1) / self.warmup_steps
+        decay = self.total_steps - self.warmup_steps
+        if s >= self.total_steps or decay == 0:
+            return self.min_lr if decay else self.peak_lr
+        progress = (s - self.warmup_steps) / decay
+        return self.min_lr + (self.peak_lr - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-serializable description; schedule_from_dict(to_dict()) == self."""
+        return {"schedule": "warmup_cosine", "peak_lr": self.peak_lr, "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps, "min_lr": self.min_lr}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WarmupCosine) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return (f"WarmupCosine({self.peak_lr!r}, warmup_steps={self.warmup_steps}, "
+                f"total_steps={self.total_steps}, min_lr={self.min_lr!r})")
+
+
+def warmup_cosine(peak_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> WarmupCosine:
+    """Linear warmup then cosine decay; see WarmupCosine."""
+    return WarmupCosine(peak_lr, warmup_steps=warmup_steps, total_steps=total_steps, min_lr=min_lr)
+
+
+def schedule_from_dict(d: Mapping[str, Any]) -> WarmupCosine:
+    """Rebuilds a schedule written by its to_dict()."""
+    if not isinstance(d, Mapping) or d.get("schedule") != "warmup_cosine":
+        raise InvalidHyperparameterError(f"unknown learning-rate schedule {d!r}")
+    keys = {"schedule", "peak_lr", "warmup_steps", "total_steps", "min_lr"}
+    if set(d) != keys:
+        raise InvalidHyperparameterError(f"warmup_cosine schedule needs exactly the keys {sorted(keys)}, got {sorted(d)}")
+    return WarmupCosine(d["peak_lr"], warmup_steps=d["warmup_steps"], total_steps=d["total_steps"],
+                        min_lr=d["min_lr"])
+
+
+def _learning_rate(lr: Any) -> LearningRate:
+    if isinstance(lr, Mapping):
+        return schedule_from_dict(lr)
+    if callable(lr):
+        return lr
+    return _real("lr", lr)
+
+
+def _parameter_tuple(parameters: Any) -> Tuple[NamedParameter, ...]:
+    if isinstance(parameters, NamedParameter) or not isinstance(parameters, Iterable):
+        raise TypeError("parameters must be an iterable of NamedParameter, e.g. model.parameters, "
+                        f"got {type(parameters).__name__}")
+    params = tuple(parameters)
+    if not params:
+        raise OptimizerStateError("the optimizer got an empty parameter list")
+    names = set()
+    for i, p in enumerate(params):
+        if not isinstance(p, NamedParameter):
+            raise TypeError(f"parameters[{i}] must be a NamedParameter, got {type(p).__name__}")
+        if p.name in names:
+            raise OptimizerStateError(f"parameter {p.name!r} appears twice (index {i})")
+        names.add(p.name)
+    return params
+
+
+class Optimizer:
+    """Base of the core-stepped optimizers: one C call updates every parameter, all or nothing."""
+
+    _kind = ""        # the core's name for the update
+    _fields: Tuple[str, ...] = ()  # hyperparameters in the core's order (lr first)
+
+    def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float]) -> None:
+        self._params = _parameter_tuple(parameters)
+        self._lr = _learning_rate(lr)
+        self._hyper = hyper
+        self._check(self._current_lr(0))
+        self._step = 0
+        self._slots = {p.name: tuple(np.zeros(p.shape) for _ in self.slot_names) for p in self._params}
+
+    # ---- what subclasses declare
+    @property
+    def slot_names(self) -> Tuple[str, ...]:
+        """Names of the per-parameter state tensors, in checkpoint order."""
+        raise NotImplementedError
+
+    def hyperparameters(self) -> Dict[str, Any]:
+        """Constructor keywords that rebuild this optimizer (lr as a number or a schedule dict)."""
+        raise NotImplementedError
+
+    # ---- public surface
+    @property
+    def parameters(self) -> Tuple[NamedParameter, ...]:
+        """The parameters this optimizer updates, in order."""
+        return self._params
+
+    @property
+    def step_count(self) -> int:
+        """Updates taken so far."""
+        return self._step
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next step() will use."""
+        return self._current_lr(self._step)
+
+    @property
+    def schedule(self) -> Optional[Schedule]:
+        """The learning-rate schedule, or None for a constant rate."""
+        return None if isinstance(self._lr, float) else self._lr
+
+    def slot(self, name: str, slot: str) -> np.ndarray:
+        """A read-only view of one state tensor, e.g. slot('final_norm.gain', 'exp_avg')."""
+        try:
+            arr = self._slots[name][self.slot_names.index(slot)]
+        except (KeyError, ValueError):
+            raise KeyError(f"no optimizer slot {name!r}.{slot!r}") from None
+        view = arr.view()
+        view.setflags(write=False)
+        return view
+
+    def zero_grad(self) -> None:
+        """Resets every parameter's accumulated gradient to +0.0."""
+        for p in self._params:
+            p._p.zero_grad()
+
+    def step(self) -> None:
+        """One update of every parameter from its accumulated gradient. A result that would be
+        NaN or infinite refuses the whole step: no value, slot, revision or step count changes."""
+        lr = self._current_lr(self._step)
+        slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
+        try:
+            _core.optim_step(self._kind, [p._p for p in self._params], slots,
+                             self._core_hparams(lr), self._step + 1)
+        except _core.CoreError as err:
+            self._raise(err)
+        self._step += 1
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Copies of everything a resumed run needs: kind, hyperparameters, step, parameter
+        names and every slot (float64 arrays shaped like their parameters)."""
+        return {"optimizer": type(self).__name__, "hyperparameters": self.hyperparameters(),
+                "step": self._step, "parameters": [p.name for p in self._params],
+                "slots": {p.name: {s: a.copy() for s, a in zip(self.slot_names, self._slots[p.name])}
+                          for p in self._params}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores a state_dict() of the same kind over the same parameter names; everything
+        is checked before anything changes."""
+        if not isinstance(state, Mapping):
+            raise OptimizerStateError(f"optimizer state must be a mapping, got {type(state).__name__}")
+        missing = [k for k in ("optimizer", "hyperparameters", "step", "parameters", "slots") if k not in state]
+        if missing:
+            raise OptimizerStateError(f"optimizer state is missing {', '.join(missing)}")
+        if state["optimizer"] != type(self).__name__:
+            raise OptimizerStateError(f"state of a {state['optimizer']!r} optimizer cannot load into {type(self).__name__}")
+        names = [p.name for p in self._params]
+        if list(state["parameters"]) != names:
+            raise OptimizerStateError(f"optimizer state covers parameters {list(state['parameters'])}, "
+                                      f"this optimizer {names}")
+        try:
+            fresh = type(self)(self._params, **dict(state["hyperparameters"]))
+        except TypeError as err:
+            raise OptimizerStateError(f"optimizer hyperparameters {state['hyperparameters']!r}: {err}") from None
+        try:
+            step = _count("step", state["step"])
+        except InvalidHyperparameterError as err:
+            raise OptimizerStateError(str(err)) from None
+        slots = _checked_slots(state["slots"], self._params, fresh.slot_names)
+        self._lr, self._hyper, self._step = fresh._lr, fresh._hyper, step
+        self._slots = {n: tuple(np.ascontiguousarray(a) for a in s) for n, s in slots.items()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._params)} tensors, step={self._step}, {self.hyperparameters()})"
+
+    # ---- internals
+    def _current_lr(self, step: int) -> float:
+        if isinstance(self._lr, float):
+            return self._lr
+        value = self._lr(step)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InvalidHyperparameterError(f"the lr schedule returned {value!r} at step {step}; expected a real number")
+        return float(value)
+
+    def _core_hparams(self, lr: float) -> tuple:
+        return (lr, *(self._hyper[f] for f in self._fields[1:]))
+
+    def _check(self, lr: float) -> None:
+        try:
+            _core.optim_check(self._kind, self._core_hparams(lr))
+        except _core.CoreError as err:
+            self._raise(err)
+
+    def _raise(self, err: "_core.CoreError") -> None:
+        kind = type(self).__name__
+        if err.code == _status('ERR_CONFIG') and err.index < len(self._fields):
+            field = self._fields[err.index]
+            domain = "in [0, 1)" if field.startswith("beta") else "finite and non-negative"
+            raise InvalidHyperparameterError(f"{kind} {field} must be {domain}, got {err.value!r}") from None
+        if err.code == _status('ERR_NONFINITE') and 0 <= err.block < len(self._params):
+            what = ("value",) + self.slot_names
+            raise NonFiniteUpdateError(
+                f"{kind} step {self._step + 1} refused: {self._params[err.block].name} {what[err.node]} "
+                f"would become {err.value!r} at flat index {err.index}; nothing was changed") from None
+        if err.code in (_status('ERR_SHAPE'), _status('ERR_LAYOUT')):
+            raise OptimizerStateError(f"{kind} slots do not match its parameters (tensor {err.index})") from None
+        _translate.raise_core(err)
+
+
+def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[str, ...]) -> Dict[str, tuple]:
+    if not isinstance(slots, Mapping):
+        raise OptimizerStateError(f"optimizer slots must be a mapping, got {type(slots).__name__}")
+    out: Dict[str, tuple] = {}
+    for p in params:
+        entry = slots.get(p.name)
+        if not isinstance(entry, Mapping) or set(entry) != set(names):
+            got = sorted(entry) if isinstance(entry, Mapping) else entry
+            raise OptimizerStateError(f"optimizer slots of {p.name} must be exactly {list(names)}, got {got!r}")
+        arrays = []
+        for s in names:
+            a = np.asarray(entry[s])
+            if a.dtype != np.float64 or a.shape != p.shape:
+                raise OptimizerStateError(f"optimizer slot {p.name}.{s} must be float64 of shape {p.shape}, "
+                                          f"got {a.dtype} {a.shape}")
+            bad = np.flatnonzero(~np.isfinite(a))
+            if bad.size:
+                raise OptimizerStateError(f"optimizer slot {p.name}.{s} has non-finite value "
+                                          f"{float(a.flat[bad[0]])!r} at flat index {bad[0]}")
+            arrays.append(np.array(a, dtype=np.float64, order="C"))
+        out[p.name] = tuple(arrays)
+    extra = sorted(set(slots) - {p.name for p in params})
+    if extra:
+        raise OptimizerStateError(f"optimizer slots name unknown parameters {extra}")
+    return out
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum and L2 weight decay (PyTorch's SGD
+    with dampening 0, no Nesterov): d = g + wd*p; b = d at the first step, else b*momentum + d;
+    p = p - lr*b. Slot: momentum_buffer (only when momentum != 0)."""
+
+    _kind = "sgd"
+    _fields = ("lr", "momentum", "weight_decay")
+
+    def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, momentum: float = 0.0,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(parameters, lr, {"momentum": _real("momentum", momentum),
+                                          "weight_decay": _real("weight_decay", weight_decay)})
+
+    @property
+    def slot_names(self) -> Tuple[str, ...]:
+        return ("momentum_buffer",) if self._hyper["momentum"] != 0.0 else ()
+
+    def hyperparameters(self) -> Dict[str, Any]:
+        lr = self._lr if isinstance(self._lr, float) else _schedule_dict(self._lr)
+        return {"lr": lr, "momentum": self._hyper["momentum"], "weight_decay": self._hyper["weight_decay"]}
+
+
+class AdamW(Optimizer):
+    """Adam with decoupled weight decay and bias correction (PyTorch's AdamW semantics).
+    Slots: exp_avg, exp_avg_sq."""
+
+    _kind = "adamw"
+    _fields = ("lr", "beta1", "beta2", "eps", "weight_decay")
+
+    def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01) -> None:
+        try:
+            b1, b2 = betas
+        except (TypeError, ValueError):
+            raise InvalidHyperparameterError(f"betas must be a pair of real numbers, got {betas!r}") from None
+        super().__init__(parameters, lr, {"beta1": _real("beta1", b1), "beta2": _real("beta2", b2),
+                                          "eps": _real("eps", eps), "weight_decay": _real("weight_decay", weight_decay)})
+
+    @property
+    def slot_names(self) -> Tuple[str, ...]:
+        return ("exp_avg", "exp_avg_sq")
+
+    def hyperparameters(self) -> Dict[str, Any]:
+        h = self._hyper
+        lr = self._lr if isinstance(self._lr, float) else _schedule_dict(self._lr)
+        return {"lr": lr, "betas": [h["beta1"], h["beta2"]], "eps": h["eps"], "weight_decay": h["weight_decay"]}
+
+
+def _schedule_dict(schedule: Schedule) -> Any:
+    to_dict = getattr(schedule, "to_dict", None)
+    return to_dict() if callable(to_dict) else schedule
