@@ -96,6 +96,9 @@ cdef class SplitMix64:
     def __repr__(self):
         return f"SplitMix64.from_state({int(self.rng.state)})"
 
+    def __reduce__(self):
+        return (SplitMix64, (int(self.rng.state),))
+
 
 def xavier_scale_raw(fan_in, fan_out):
     """(fan_in, fan_out, target_variance, standard_deviation, uniform_limit) or CoreError."""
@@ -274,6 +277,17 @@ cdef class _Param:
             raise ValueError("size mismatch")
         if self.p.size:
             memcpy(self.p.grad, &values[0], self.p.size * sizeof(double))
+
+    def restore(self, const double[::1] values not None, const double[::1] grads not None,
+                uint64_t revision):
+        """Sets values, gradient and revision at once (unpickling); sizes are checked first."""
+        if <size_t>values.shape[0] != self.p.size or <size_t>grads.shape[0] != self.p.size:
+            raise ValueError(f"restore needs {self.p.size} values and gradients, got "
+                             f"{values.shape[0]} and {grads.shape[0]}")
+        if self.p.size:
+            memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
+            memcpy(self.p.grad, &grads[0], self.p.size * sizeof(double))
+        self.p.revision = revision
 
     def grad_is_zero(self):
         cdef size_t i

@@ -161,5 +161,26 @@ class NonFiniteUpdateError(OptimizerError, FloatingPointError):
 class OptimizerStateError(OptimizerError, ValueError):
     """An optimizer state dict does not match the optimizer's kind, parameters or slot shapes."""
 
+class StateDictError(ParameterLayoutError):
+    """A model state dict has missing, unexpected, wrongly shaped or non-finite entries."""
+
+
+class CheckpointError(PydepthError):
+    """A checkpoint cannot be written or read; nothing was loaded."""
+
+
+class CheckpointFormatError(CheckpointError, ValueError):
+    """Not a complete pydepth safetensors checkpoint: truncated, bad header length, non-JSON or
+    wrong metadata, a tensor missing or of the wrong dtype or shape."""
+
+
+class CheckpointMismatchError(CheckpointError, ValueError):
+    """The checkpoint's parts disagree: tensors and config, optimizer state and parameters,
+    construction record and model."""
+
+
+class CheckpointVersionError(CheckpointError):
+    """The checkpoint was written under a newer checkpoint format or numerics contract."""
+
 
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from ._translate import raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
-                     ParameterNameError, PydepthError, TokenError)
+                     ParameterNameError, PydepthError, StateDictError, TokenError)
 
 _local = threading.local()
 
@@ -116,8 +116,19 @@ class NamedParameter:
         """A writable copy of the stored values."""
         return np.array(self.value)
 
+    def __reduce__(self) -> tuple:
+        # values, gradient and revision travel exactly; a pickle memo keeps shared identity
+        return (_restore_parameter, (self._name, self.snapshot(), np.array(self.grad), self.revision))
+
     def __repr__(self) -> str:
         return f"NamedParameter({self._name!r}, shape={self.shape}, revision={self.revision})"
+
+
+def _restore_parameter(name: str, values: np.ndarray, grads: np.ndarray, revision: int) -> NamedParameter:
+    p = NamedParameter(name, values)
+    p._p.restore(np.ascontiguousarray(values, dtype=np.float64).reshape(-1),
+                 np.ascontiguousarray(grads, dtype=np.float64).reshape(-1), revision)
+    return p
 
 
 class GraphValue:
@@ -384,6 +395,10 @@ class ForwardRecord:
         """Frees the recorded values (deferred while numpy views of them exist)."""
         self._graph.release()
 
+    def __reduce__(self) -> tuple:
+        raise TypeError("a ForwardRecord views a recorded graph in core memory and cannot be pickled "
+                        "or copied; pickle the model, or copies of the values you need")
+
 
 def _int_array(name: str, values: Any) -> np.ndarray:
     arr = np.asarray(values)
@@ -495,6 +510,34 @@ class DecoderModel:
         """Resets every accumulated gradient to +0.0 (values and revisions unchanged)."""
         self._core.zero_grads()
 
+    def named_parameters(self) -> Tuple[Tuple[str, NamedParameter], ...]:
+        """(name, parameter) pairs in declaration order."""
+        return tuple((p.name, p) for p in self._parameters)
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        """Name -> writable float64 copy of the values, in declaration order."""
+        return {p.name: p.snapshot() for p in self._parameters}
+
+    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> LoadResult:
+        """Assigns values by name after checking every entry (shape, real dtype, finiteness);
+        strict=True also refuses missing and unexpected names. Nothing changes on refusal."""
+        arrays, missing, unexpected = _checked_state(self._config, state, strict)
+        for name, arr in arrays.items():
+            self._by_name[name].assign(arr)
+        return LoadResult(tuple(missing), tuple(unexpected))
+
+    @classmethod
+    def from_state_dict(cls, config: DecoderConfig, state: Mapping[str, Any]) -> "DecoderModel":
+        """A model with exactly the entries of state (any order; copied), checked against
+        config's layout; nothing is drawn."""
+        if not isinstance(config, DecoderConfig):
+            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        arrays, _, _ = _checked_state(config, state, True)
+        return cls.from_parameters(config, [NamedParameter(n, arrays[n]) for n, _ in config.parameter_layout()])
+
+    def __reduce__(self) -> tuple:
+        return (DecoderModel.from_parameters, (self._config, list(self._parameters)))
+
     def _layout(self, source: Any):
         cfg = self._config
         if isinstance(source, Batch):
@@ -534,6 +577,40 @@ class DecoderModel:
         c = self._config
         return (f"DecoderModel(layers={c.layers}, width={c.model_width}, heads={c.heads}, "
                 f"kv_heads={c.kv_heads}, parameters={self.parameter_count})")
+
+
+class LoadResult(NamedTuple):
+    """What load_state_dict(strict=False) left out: layout names without an entry, and entries
+    the layout does not have."""
+
+    missing: Tuple[str, ...]
+    unexpected: Tuple[str, ...]
+
+
+def _checked_state(config: DecoderConfig, state: Any, strict: bool) -> Tuple[Dict[str, np.ndarray], List[str], List[str]]:
+    """Float64 copies of the entries config's layout names, after every check."""
+    if not isinstance(state, Mapping):
+        raise StateDictError(f"a state dict must be a mapping of name to array, got {type(state).__name__}")
+    layout = dict(config.parameter_layout())
+    missing = [n for n in layout if n not in state]
+    unexpected = [str(k) for k in state if k not in layout]
+    if strict and (missing or unexpected):
+        raise StateDictError(f"state dict does not match the layout: missing {missing}, unexpected {unexpected}")
+    out: Dict[str, np.ndarray] = {}
+    for name, shape in layout.items():
+        if name not in state:
+            continue
+        arr = np.asarray(state[name])
+        if arr.dtype.kind not in "iuf":
+            raise StateDictError(f"{name}: needs real numbers, got dtype {arr.dtype}")
+        if arr.shape != shape:
+            raise StateDictError(f"{name}: expected shape {shape}, got {arr.shape}")
+        arr = np.array(arr, dtype=np.float64, order="C")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise StateDictError(f"{name}: non-finite value {float(arr.flat[bad[0]])!r} at flat index {bad[0]}")
+        out[name] = arr
+    return out, missing, unexpected
 
 
 def validate_parameter_layout(config: DecoderConfig, parameters: Sequence[NamedParameter]) -> None:
