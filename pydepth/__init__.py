@@ -33,4 +33,4 @@ __all__ += ["DepthScalePolicy", "DepthInitializationBudget", "FreshDepthInitiali
             "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
             "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow"]
 
-from . import optim  # noqa: E402
+from . import checkpoint, optim  # noqa: E402,F401

@@ -1,0 +1,296 @@
+"""Checkpoints as safetensors files: float64 parameters under their pydepth names, optimizer
+slots under ``optimizer.{name}.{slot}``, and a ``pydepth`` JSON metadata entry (config,
+construction record, generator state, step, optimizer hyperparameters, versions).
+
+Writes are atomic (temporary file, fsync, rename); loads check everything before building
+anything and raise a typed CheckpointError on any defect."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Union
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from ._core import SplitMix64
+from .config import DecoderConfig
+from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
+from .errors import (CheckpointError, CheckpointFormatError, CheckpointMismatchError, CheckpointVersionError,
+                     ConfigError, OptimizerError, OptimizerStateError, PydepthError,
+                     StateDictError)
+from .model import DecoderModel
+from . import optim
+
+#: Layout of the file and of the ``pydepth`` metadata entry; bump on any incompatible change.
+CHECKPOINT_FORMAT = 1
+#: Version of the numerics contract (docs/numerics*.md) the stored bits were produced under.
+NUMERICS_CONTRACT_VERSION = 1
+
+_OPTIMIZER_PREFIX = "optimizer."
+_META_KEYS = {"checkpoint_format", "numerics_contract", "pydepth_version", "config", "record",
+              "rng_state", "step", "optimizer", "extra"}
+
+__all__ = ["Checkpoint", "save", "load", "CHECKPOINT_FORMAT", "NUMERICS_CONTRACT_VERSION"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What load() read: a fresh model, the optimizer's state_dict() (None when none was saved),
+    the generator, the construction record, the step, the caller's extra JSON, and versions."""
+
+    model: DecoderModel
+    optimizer_state: Optional[Dict[str, Any]]
+    rng: Optional[SplitMix64]
+    record: Optional[DepthInitializationRecord]
+    step: Optional[int]
+    extra: Any
+    pydepth_version: str
+    contract_version: int
+
+    @property
+    def config(self) -> DecoderConfig:
+        """The model's configuration."""
+        return self.model.config
+
+    def optimizer(self) -> "optim.Optimizer":
+        """A new optimizer of the saved kind over self.model's parameters, in the saved state."""
+        if self.optimizer_state is None:
+            raise CheckpointError("this checkpoint holds no optimizer state")
+        return _rebuild_optimizer(self.model, self.optimizer_state)
+
+
+def _pydepth_version() -> str:
+    from . import __version__
+    return __version__
+
+
+def save(path: Union[str, "os.PathLike[str]"], model: Union[DecoderModel, DepthInitializedDecoder], *,
+         optimizer: Optional["optim.Optimizer"] = None, rng: Optional[SplitMix64] = None,
+         record: Optional[DepthInitializationRecord] = None, step: Optional[int] = None,
+         extra: Any = None) -> None:
+    """Writes model (and optionally the optimizer, generator, record, step and JSON extra) to
+    path atomically: a crash mid-write never leaves a partial file under path."""
+    if isinstance(model, DepthInitializedDecoder):
+        record = model.record if record is None else record
+        model = model.model
+    if not isinstance(model, DecoderModel):
+        raise TypeError(f"model must be a DecoderModel or DepthInitializedDecoder, got {type(model).__name__}")
+    tensors = {p.name: p.snapshot() for p in model.parameters}
+    meta: Dict[str, Any] = {"checkpoint_format": CHECKPOINT_FORMAT, "numerics_contract": NUMERICS_CONTRACT_VERSION,
+                            "pydepth_version": _pydepth_version(), "config": model.config.to_dict(),
+                            "record": None, "rng_state": None, "step": None, "optimizer": None, "extra": None}
+    if record is not None:
+        if not isinstance(record, DepthInitializationRecord):
+            raise TypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
+        if record.config != model.config:
+            raise CheckpointMismatchError(f"record configuration {record.config} differs from the model's {model.config}")
+        meta["record"] = record.to_dict()
+    if rng is not None:
+        if not isinstance(rng, SplitMix64):
+            raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+        meta["rng_state"] = str(rng.state)
+    if step is not None:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise CheckpointError(f"step must be a non-negative int, got {step!r}")
+        meta["step"] = step
+    if optimizer is not None:
+        meta["optimizer"] = _optimizer_meta(model, optimizer, tensors)
+    meta["extra"] = extra
+    try:
+        text = json.dumps(meta, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"checkpoint metadata is not plain JSON (extra={extra!r}): {err}") from None
+    data = safetensors.numpy.save(tensors, metadata={"format": "pt", "pydepth": text})
+    _write_atomically(os.fspath(path), data)
+
+
+def _optimizer_meta(model: DecoderModel, optimizer: "optim.Optimizer", tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    if not isinstance(optimizer, optim.Optimizer):
+        raise TypeError(f"optimizer must be a pydepth.optim optimizer, got {type(optimizer).__name__}")
+    if len(optimizer.parameters) != len(model.parameters) or any(
+            a is not b for a, b in zip(optimizer.parameters, model.parameters)):
+        raise CheckpointMismatchError("the optimizer must update exactly this model's parameters, in order")
+    state = optimizer.state_dict()
+    for name, slots in state["slots"].items():
+        for slot, arr in slots.items():
+            tensors[f"{_OPTIMIZER_PREFIX}{name}.{slot}"] = arr
+    return {"optimizer": state["optimizer"], "hyperparameters": state["hyperparameters"],
+            "step": state["step"], "slots": list(optimizer.slot_names)}
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pydepth-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> Checkpoint:
+    """Reads a checkpoint written by save(); every part is checked before the model is built."""
+    with open(os.fspath(path), "rb") as f:
+        data = f.read()
+    meta = _read_metadata(data, os.fspath(path))
+    try:
+        tensors = safetensors.numpy.load(data)
+    except (safetensors.SafetensorError, ValueError, TypeError) as err:
+        raise CheckpointFormatError(f"{path}: not a valid safetensors file: {err}") from None
+    try:
+        config = DecoderConfig.from_dict(meta["config"]) if isinstance(meta["config"], Mapping) else None
+    except ConfigError as err:
+        raise CheckpointFormatError(f"{path}: metadata config is invalid: {err}") from None
+    if config is None:
+        raise CheckpointFormatError(f"{path}: metadata config must be an object, got {meta['config']!r}")
+    params = _parameter_tensors(path, config, tensors, meta["optimizer"])
+    try:
+        model = DecoderModel.from_state_dict(config, params)
+    except StateDictError as err:
+        raise CheckpointFormatError(f"{path}: {err}") from None
+    optimizer_state = _optimizer_state(path, model, tensors, meta["optimizer"])
+    record = _record(path, config, meta["record"])
+    rng = _rng(path, meta["rng_state"])
+    step = meta["step"]
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+        raise CheckpointFormatError(f"{path}: metadata step must be a non-negative integer or null, got {step!r}")
+    return Checkpoint(model, optimizer_state, rng, record, step, meta["extra"], meta["pydepth_version"],
+                      meta["numerics_contract"])
+
+
+def _read_metadata(data: bytes, path: str) -> Dict[str, Any]:
+    if len(data) < 8:
+        raise CheckpointFormatError(f"{path}: truncated: {len(data)} bytes, the header length alone needs 8")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise CheckpointFormatError(f"{path}: header length {n} exceeds the {len(data) - 8} bytes after it "
+                                    "(truncated file or wrong header length)")
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise CheckpointFormatError(f"{path}: the {n}-byte header is not JSON (wrong header length?)") from None
+    if not isinstance(header, dict) or not isinstance(header.get("__metadata__"), dict):
+        raise CheckpointFormatError(f"{path}: the header has no __metadata__ object; not a pydepth checkpoint")
+    text = header["__metadata__"].get("pydepth")
+    if not isinstance(text, str):
+        raise CheckpointFormatError(f"{path}: __metadata__ has no 'pydepth' entry; not a pydepth checkpoint")
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        raise CheckpointFormatError(f"{path}: the pydepth metadata entry is not JSON: {text[:60]!r}") from None
+    if not isinstance(meta, dict):
+        raise CheckpointFormatError(f"{path}: the pydepth metadata must be a JSON object, got {type(meta).__name__}")
+    for key, ours in (("checkpoint_format", CHECKPOINT_FORMAT), ("numerics_contract", NUMERICS_CONTRACT_VERSION)):
+        v = meta.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CheckpointFormatError(f"{path}: metadata {key} must be a positive integer, got {v!r}")
+        if v > ours:
+            raise CheckpointVersionError(f"{path}: written under {key} {v}; this pydepth "
+                                         f"{_pydepth_version()} reads up to {ours}")
+    if set(meta) != _META_KEYS:
+        raise CheckpointFormatError(f"{path}: metadata keys: missing {sorted(_META_KEYS - set(meta))}, "
+                                    f"unknown {sorted(set(meta) - _META_KEYS)}")
+    if not isinstance(meta["pydepth_version"], str):
+        raise CheckpointFormatError(f"{path}: metadata pydepth_version must be a string")
+    return meta
+
+
+def _parameter_tensors(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndarray],
+                       opt_meta: Any) -> Dict[str, np.ndarray]:
+    layout = config.parameter_layout()
+    names = {n for n, _ in layout}
+    out = {}
+    for name, shape in layout:
+        if name not in tensors:
+            raise CheckpointFormatError(f"{path}: tensor {name!r} is missing")
+        arr = tensors[name]
+        if arr.dtype != np.float64:
+            raise CheckpointFormatError(f"{path}: tensor {name!r} has dtype {arr.dtype}, expected float64")
+        if arr.shape != shape:
+            raise CheckpointMismatchError(f"{path}: tensor {name!r} has shape {arr.shape}; the config "
+                                          f"({config.to_dict()}) needs {shape}")
+        out[name] = arr
+    stray = sorted(k for k in tensors if k not in names and not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
+    if stray:
+        raise CheckpointFormatError(f"{path}: unexpected tensors {stray[:5]}")
+    return out
+
+
+def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.ndarray],
+                     opt_meta: Any) -> Optional[Dict[str, Any]]:
+    if opt_meta is None:
+        return None
+    keys = {"optimizer", "hyperparameters", "step", "slots"}
+    if not isinstance(opt_meta, dict) or set(opt_meta) != keys or not isinstance(opt_meta["slots"], list):
+        raise CheckpointFormatError(f"{path}: metadata optimizer must be an object with keys {sorted(keys)}")
+    slots: Dict[str, Dict[str, np.ndarray]] = {}
+    expected = set()
+    for p in model.parameters:
+        slots[p.name] = {}
+        for slot in opt_meta["slots"]:
+            key = f"{_OPTIMIZER_PREFIX}{p.name}.{slot}"
+            expected.add(key)
+            if key not in tensors:
+                raise CheckpointFormatError(f"{path}: optimizer tensor {key!r} is missing")
+            arr = tensors[key]
+            if arr.dtype != np.float64 or arr.shape != p.shape:
+                raise CheckpointFormatError(f"{path}: optimizer tensor {key!r} must be float64 of shape "
+                                            f"{p.shape}, got {arr.dtype} {arr.shape}")
+            slots[p.name][slot] = np.array(arr)
+    stray = sorted(k for k in tensors if k.startswith(_OPTIMIZER_PREFIX) and k not in expected)
+    if stray:
+        raise CheckpointFormatError(f"{path}: unexpected optimizer tensors {stray[:5]}")
+    state = {"optimizer": opt_meta["optimizer"], "hyperparameters": opt_meta["hyperparameters"],
+             "step": opt_meta["step"], "parameters": [p.name for p in model.parameters], "slots": slots}
+    try:
+        _rebuild_optimizer(model, state)  # every check the optimizer makes, on a throwaway
+    except (OptimizerError, TypeError) as err:
+        raise CheckpointMismatchError(f"{path}: optimizer state does not load: {err}") from None
+    return state
+
+
+def _rebuild_optimizer(model: DecoderModel, state: Mapping[str, Any]) -> "optim.Optimizer":
+    kinds = {"SGD": optim.SGD, "AdamW": optim.AdamW}
+    kind = kinds.get(state.get("optimizer"))
+    if kind is None:
+        raise OptimizerStateError(f"unknown optimizer {state.get('optimizer')!r}; known {sorted(kinds)}")
+    hyper = state.get("hyperparameters")
+    if not isinstance(hyper, Mapping):
+        raise OptimizerStateError(f"optimizer hyperparameters must be an object, got {hyper!r}")
+    opt = kind(model.parameters, **dict(hyper))
+    opt.load_state_dict(state)
+    return opt
+
+
+def _record(path: Any, config: DecoderConfig, d: Any) -> Optional[DepthInitializationRecord]:
+    if d is None:
+        return None
+    try:
+        record = DepthInitializationRecord.from_dict(d)
+    except (PydepthError, ValueError, TypeError) as err:
+        raise CheckpointFormatError(f"{path}: metadata record is invalid: {err}") from None
+    if record.config != config:
+        raise CheckpointMismatchError(f"{path}: the record's configuration {record.config} differs from "
+                                      f"the checkpoint's {config}")
+    return record
+
+
+def _rng(path: Any, s: Any) -> Optional[SplitMix64]:
+    if s is None:
+        return None
+    if not isinstance(s, str) or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= 2**64:
+        raise CheckpointFormatError(f"{path}: metadata rng_state must be a decimal string in [0, 2**64), got {s!r}")
+    return SplitMix64(int(s))
