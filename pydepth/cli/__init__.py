@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "observe",
     "trace",
     "laptop",
+    "train",
     "verify",
     "sweep",
     "depth-check",

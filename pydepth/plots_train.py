@@ -1,0 +1,49 @@
+"""The training plot: loss per step, and each residual site's activation and adjoint ratio over
+the observed steps with the health band, in the house style of plot_style (extra ``plot``)."""
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from .health import HEALTH_BAND
+from .plot_style import mark_out_of_band, new_figure, pyplot, ratio_axis, save_figure, shade_band, wrap_title
+
+__all__ = ["plot_training"]
+
+
+def _ratios(ax: Any, observations: Sequence[Dict[str, Any]], key: str, ylabel: str, title: str) -> None:
+    band = observations[0]["report"].get("band", HEALTH_BAND) if observations else HEALTH_BAND
+    shade_band(ax, band)
+    steps = [o["step"] for o in observations]
+    n_sites = len(observations[0]["report"]["sites"]) if observations else 0
+    cmap = pyplot().get_cmap("viridis")
+    values, marked = [], False
+    for s in range(n_sites):  # one line per site, coloured from the input (dark) to the output (light)
+        ys = [o["report"]["sites"][s][key] for o in observations]
+        values += ys
+        ax.plot(steps, ys, "-", marker=".", color=cmap(s / max(1, n_sites - 1)), linewidth=1.2, zorder=3,
+                label=f"site {s}" + (" (input)" if s == 0 else " (output)" if s == n_sites - 1 else "")
+                if s in (0, n_sites - 1) else None)
+        marked |= mark_out_of_band(ax, steps, ys, band, label=None if marked else "outside the band") > 0
+    ratio_axis(ax, ylabel, values, band)
+    ax.set_xlabel("step (parameters after this many updates)")
+    ax.set_title(title, fontsize="medium")
+    ax.legend(fontsize="small", loc="best", framealpha=0.9)
+
+
+def plot_training(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[str, Any]],
+                  path: Union[str, pathlib.Path], *, formats: Optional[Sequence[str]] = None,
+                  title: Optional[str] = None) -> List[pathlib.Path]:
+    """Writes the figure of train.jsonl rows (step, loss) and health.jsonl rows (step, report)
+    to path (.png, .svg or .pdf; or path.{fmt} for each of formats) and returns the paths."""
+    fig, (loss_ax, act_ax, adj_ax) = new_figure(3)
+    loss_ax.plot([r["step"] for r in steps], [r["loss"] for r in steps], "-", color="tab:blue", linewidth=1)
+    loss_ax.set_xlabel("step")
+    loss_ax.set_ylabel("mean next-byte loss (nats)")
+    loss_ax.set_title("training loss", fontsize="medium")
+    loss_ax.grid(True, alpha=0.35)
+    _ratios(act_ax, observations, "activation_ratio", "A_s / A_0", "activation RMS ratio per site")
+    _ratios(adj_ax, observations, "adjoint_ratio", "G_s / G_2L", "mean-loss adjoint RMS ratio per site")
+    if title:
+        fig.suptitle(wrap_title(title, 140))
+    return save_figure(fig, path, formats)

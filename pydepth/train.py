@@ -1,0 +1,78 @@
+"""Byte-level training pieces: corpus documents, packed batches drawn from a SplitMix64, and one
+optimizer step that can observe residual health on the same reverse pass."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._core import SplitMix64
+from .batch import Batch
+from .config import DecoderConfig
+from .errors import ConfigError, TokenError
+from .health import DepthHealthReport, observe_residual_health
+from .model import DecoderModel
+from .optim import Optimizer
+
+__all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "train_step"]
+
+#: Byte-level ids are 0..255; a model needs at least this vocabulary.
+BYTE_VOCABULARY = 256
+
+
+def byte_documents(text: bytes) -> Tuple[np.ndarray, ...]:
+    """The paragraphs of a text (split at blank lines, trailing whitespace kept inside) as int64
+    byte ids; paragraphs shorter than 2 bytes carry no target and are dropped."""
+    if not isinstance(text, (bytes, bytearray)):
+        raise TypeError(f"text must be bytes, got {type(text).__name__}")
+    parts = re.split(rb"\n(?:[ \t]*\n)+", bytes(text))
+    docs = tuple(np.frombuffer(p.strip(b"\n") + b"\n", dtype=np.uint8).astype(np.int64) for p in parts if p.strip())
+    docs = tuple(d for d in docs if d.size >= 2)
+    if not docs:
+        raise TokenError("the text has no paragraph of at least 2 bytes to train on")
+    return docs
+
+
+def check_byte_config(config: DecoderConfig, tokens: int) -> None:
+    """Refuses a configuration that cannot hold byte ids or rows of `tokens` positions."""
+    if config.vocabulary_size < BYTE_VOCABULARY:
+        raise ConfigError(f"byte-level training needs vocabulary_size >= {BYTE_VOCABULARY}, "
+                          f"got {config.vocabulary_size}")
+    if not 0 < tokens <= config.max_positions:
+        raise ConfigError(f"tokens per row must be in [1, max_positions={config.max_positions}], got {tokens}")
+
+
+def draw_batch(documents: Sequence[np.ndarray], rng: SplitMix64, batch: int, tokens: int) -> Batch:
+    """`batch` rows of exactly `tokens` positions packed with Batch.pack. Each row is filled in
+    order with pieces: document d = next_u64() % len(documents), start o = next_u64() % (len(d) - 1),
+    piece d[o : o + remaining + 1] (one segment of at least one position)."""
+    if batch <= 0 or tokens <= 0:
+        raise TokenError(f"batch and tokens must be positive, got {batch} and {tokens}")
+    sources = []
+    for _ in range(batch):
+        remaining = tokens
+        while remaining:
+            doc = documents[rng.next_u64() % len(documents)]
+            start = rng.next_u64() % (doc.size - 1)
+            piece = doc[start:start + remaining + 1]
+            sources.append(piece)
+            remaining -= piece.size - 1
+    return Batch.pack(sources, tokens)  # pieces fill each row exactly, so packing keeps the rows
+
+
+def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
+               observe: bool = False) -> Tuple[float, Optional[DepthHealthReport]]:
+    """Zero gradients, forward, mean loss, one reverse pass (observing residual health on it when
+    observe=True: the gradients are the same bits), one optimizer step. Returns the loss before
+    the step and the report (None unless observed)."""
+    optimizer.zero_grad()
+    fwd = model.forward(batch)
+    loss = fwd.loss()
+    report = observe_residual_health(model, fwd, loss) if observe else None
+    if not observe:
+        loss.backward()
+    value = loss.item()
+    fwd.release()
+    optimizer.step()
+    return value, report

@@ -1,0 +1,149 @@
+"""`pydepth train` on the bundled corpus: interrupted and resumed runs equal the uninterrupted
+run bit for bit; observing does not change training; byte documents and packed batches."""
+import json
+import os
+import pathlib
+import signal
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import pydepth
+from pydepth import DecoderConfig, DecoderModel, DepthInitializationBudget, Fresh, SplitMix64, initialize_depth_scaled
+from pydepth import checkpoint
+from pydepth.cli import main
+from pydepth.train import byte_documents, draw_batch
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "examples" / "data" / "corpus.txt"
+TINY = {"vocabulary_size": 256, "model_width": 8, "heads": 2, "feed_forward_width": 16, "layers": 2,
+        "max_positions": 16}
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    return path
+
+
+def run(*argv):
+    return main([str(a) for a in argv])
+
+
+def tensors(path):
+    return {k: v.view(np.uint64) for k, v in safetensors.numpy.load_file(str(path)).items()}
+
+
+def assert_same_checkpoint(a, b):
+    ta, tb = tensors(a), tensors(b)
+    assert set(ta) == set(tb) and any(k.startswith("optimizer.") for k in ta)
+    assert all(np.array_equal(ta[k], tb[k]) for k in ta)
+    ca, cb = checkpoint.load(a), checkpoint.load(b)
+    assert ca.rng == cb.rng and ca.step == cb.step and ca.optimizer_state["step"] == cb.optimizer_state["step"]
+
+
+def test_the_bundled_corpus_is_original_plain_text_of_tens_of_kilobytes():
+    text = CORPUS.read_bytes()
+    assert 20_000 <= len(text) <= 100_000
+    assert max(text) < 128  # plain ASCII: every byte id is a printable character or newline
+    assert len(byte_documents(text)) > 50
+
+
+def test_interrupted_and_resumed_run_equals_the_uninterrupted_run(tmp_path, config, monkeypatch):
+    common = ["--config", config, "--steps", 6, "--batch", 2, "--sequence-length", 16, "--seed", 3, "--lr", 1e-2]
+    assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
+
+    from pydepth import train as train_module
+    real_step = train_module.train_step
+    calls = []
+
+    def interrupting_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during step 2: the step still completes
+        return real_step(*args, **kwargs)
+    monkeypatch.setattr(train_module, "train_step", interrupting_step)
+    assert run("train", CORPUS, *common, "--out", tmp_path / "part") == 130
+    monkeypatch.setattr(train_module, "train_step", real_step)
+    stopped = tmp_path / "part" / "step-000002.safetensors"
+    assert checkpoint.load(stopped).step == 2
+    assert not (tmp_path / "part" / "step-000006.safetensors").exists()
+
+    assert run("train", CORPUS, "--resume", stopped, "--out", tmp_path / "part") == 0
+    assert_same_checkpoint(tmp_path / "full" / "step-000006.safetensors", tmp_path / "part" / "step-000006.safetensors")
+    full = (tmp_path / "full" / "train.jsonl").read_text().splitlines()
+    part = (tmp_path / "part" / "train.jsonl").read_text().splitlines()
+    assert [json.loads(x)["loss"] for x in full] == [json.loads(x)["loss"] for x in part]
+
+
+def test_periodic_checkpoints_resume_exactly_and_observing_changes_nothing(tmp_path, config):
+    common = ["--config", config, "--steps", 5, "--batch", 2, "--sequence-length", 12, "--policy", "unscaled"]
+    assert run("train", CORPUS, *common, "--out", tmp_path / "a", "--checkpoint-every", 2) == 0
+    assert sorted(p.name for p in (tmp_path / "a").glob("*.safetensors")) == [
+        "step-000002.safetensors", "step-000004.safetensors", "step-000005.safetensors"]
+    assert run("train", CORPUS, *common, "--out", tmp_path / "b", "--observe-every", 1) == 0
+    assert_same_checkpoint(tmp_path / "a" / "step-000005.safetensors", tmp_path / "b" / "step-000005.safetensors")
+    health = [json.loads(x) for x in (tmp_path / "b" / "health.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in health] == [0, 1, 2, 3, 4]
+    assert all(len(h["report"]["sites"]) == 2 * TINY["layers"] + 1 for h in health)
+    assert run("train", CORPUS, "--resume", tmp_path / "a" / "step-000002.safetensors", "--out", tmp_path / "c") == 0
+    assert_same_checkpoint(tmp_path / "a" / "step-000005.safetensors", tmp_path / "c" / "step-000005.safetensors")
+
+
+def test_plot_shows_loss_and_site_ratios(tmp_path, config):
+    out = tmp_path / "p"
+    assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
+               "--observe-every", 1, "--out", out, "--plot", out / "train.png") == 0
+    assert (out / "train.png").stat().st_size > 10_000
+    assert run("train", CORPUS, "--resume", out / "step-000003.safetensors", "--steps", 4, "--out", out,
+               "--plot", out / "figure") == 0
+    assert (out / "figure.png").exists() and (out / "figure.svg").exists()
+
+
+def test_refusals_name_the_problem(tmp_path, config, capsys):
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(dict(TINY, vocabulary_size=100)))
+    assert run("train", CORPUS, "--config", small, "--steps", 1, "--out", tmp_path / "x") == 1
+    assert "vocabulary_size >= 256, got 100" in capsys.readouterr().err
+    assert run("train", CORPUS, "--config", config, "--sequence-length", 17, "--steps", 1, "--out", tmp_path / "x") == 1
+    assert "max_positions=16], got 17" in capsys.readouterr().err
+    assert run("train", CORPUS, "--config", config, "--steps", 2, "--batch", 1, "--out", tmp_path / "r") == 0
+    ck = tmp_path / "r" / "step-000002.safetensors"
+    other = tmp_path / "other.txt"
+    other.write_text("A different text.\n\nWith two paragraphs.\n")
+    assert run("train", other, "--resume", ck, "--out", tmp_path / "r") == 1
+    assert "differs from the text the checkpoint was trained on" in capsys.readouterr().err
+    assert run("train", CORPUS, "--resume", ck, "--batch", 3, "--out", tmp_path / "r") == 1
+    assert "--batch 3 (checkpoint: 1)" in capsys.readouterr().err
+    assert run("train", CORPUS, "--steps", 2, "--out", tmp_path / "r") == 1
+    assert "--config is required" in capsys.readouterr().err
+
+
+def test_packed_batches_fill_every_row_with_byte_segments_drawn_from_the_generator():
+    docs = byte_documents(b"ab\n\n\n  \nhello world\n\nx\n\nthe end of it")
+    assert [bytes(d.astype(np.uint8)) for d in docs] == [b"ab\n", b"hello world\n", b"x\n", b"the end of it\n"]
+    rng = SplitMix64(9)
+    batch = draw_batch(docs, rng, 3, 10)
+    assert batch.shape == (3, 10) and batch.valid.all()
+    assert batch.tokens.max() < 256 and len(batch.segments()) > 3
+    again = draw_batch(docs, SplitMix64(9), 3, 10)
+    assert np.array_equal(again.tokens, batch.tokens) and rng.state != SplitMix64(9).state
+
+
+def test_both_policies_leave_the_generator_in_the_same_state():
+    cfg = DecoderConfig(**TINY)
+    a, b = SplitMix64(4), SplitMix64(4)
+    initialize_depth_scaled(Fresh(cfg, DepthInitializationBudget(cfg.parameter_count, cfg.max_positions), a))
+    DecoderModel(cfg, b)
+    assert a == b  # so scaled and unscaled runs of one seed see the same batches
+
+
+def test_the_readme_train_command_names_files_that_exist():
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.strip().startswith("pydepth train "))
+    for word in line.split():
+        if word.startswith("examples/"):
+            assert (ROOT / word).exists(), word
+    assert pydepth.checkpoint.CHECKPOINT_FORMAT == 1
