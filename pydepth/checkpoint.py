@@ -117,6 +117,9 @@ def _optimizer_meta(model: DecoderModel, optimizer: "optim.Optimizer", tensors: 
             a is not b for a, b in zip(optimizer.parameters, model.parameters)):
         raise CheckpointMismatchError("the optimizer must update exactly this model's parameters, in order")
     state = optimizer.state_dict()
+    if callable(state["hyperparameters"]["lr"]):
+        raise CheckpointError(f"the learning-rate schedule {state['hyperparameters']['lr']!r} has no to_dict(); "
+                              "a checkpoint stores constant rates and pydepth.optim.WarmupCosine")
     for name, slots in state["slots"].items():
         for slot, arr in slots.items():
             tensors[f"{_OPTIMIZER_PREFIX}{name}.{slot}"] = arr

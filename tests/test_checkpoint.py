@@ -127,6 +127,8 @@ def test_unsavable_inputs_are_refused_before_writing(tmp_path):
         checkpoint.save(path, model, extra={"x": object()})
     with pytest.raises(pydepth.CheckpointError, match="step"):
         checkpoint.save(path, model, step=-1)
+    with pytest.raises(pydepth.CheckpointError, match="has no to_dict"):
+        checkpoint.save(path, model, optimizer=SGD(model.parameters, lr=lambda step: 0.1))
     assert not path.exists()
 
 

@@ -138,13 +138,16 @@ def test_parameters_agree_with_torch_optim_foreach_false_within_1e_13_after_10_s
     assert _max_relative(model, tparams) <= 1e-13
 
 
-def test_updates_are_bit_identical_for_every_thread_count():
+def test_training_is_bit_identical_for_every_thread_count_and_kernel_path():
     cfg = DecoderConfig(512, 32, 2, 64, 1, 8)  # the embedding spans several update chunks
-    before = pydepth.get_num_threads()
+    before, path = pydepth.get_num_threads(), pydepth._core.kernel_path()
+    paths = [p for p in ("baseline", "avx2", "avx512") if pydepth._core.force_kernel_path(p)]
+    pydepth._core.force_kernel_path(path)
     results = []
     try:
-        for n in (1, 2, 3):
+        for n, p in [(1, path), (2, path), (3, path)] + [(2, p) for p in paths]:
             pydepth.set_num_threads(n)
+            assert pydepth._core.force_kernel_path(p)
             model = DecoderModel(cfg, SplitMix64(9))
             opt = AdamW(model.parameters, lr=1e-2)
             for s in range(3):
@@ -153,6 +156,7 @@ def test_updates_are_bit_identical_for_every_thread_count():
             results.append(state_bits(model, opt))
     finally:
         pydepth.set_num_threads(before)
+        pydepth._core.force_kernel_path(path)
     for other in results[1:]:
         assert all(np.array_equal(results[0][k], other[k]) for k in results[0])
 
