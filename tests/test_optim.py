@@ -337,3 +337,7 @@ def test_the_private_step_entry_checks_its_buffers():
         pydepth._core.optim_step("sgd", raw, [()] * len(raw), (1e-3, 0.0, 0.0), 0)
     with pytest.raises(TypeError):
         pydepth._core.optim_step("sgd", [np.zeros(3)], [()], (1e-3, 0.0, 0.0), 1)
+    shared = [np.zeros(p.size) for p in raw]
+    with pytest.raises(pydepth._core.CoreError):  # one buffer as both moments would alias
+        pydepth._core.optim_step("adamw", raw, [(b, b) for b in shared], (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
+    assert all(p.revision == 0 for p in model.parameters)

@@ -15,25 +15,41 @@ static inline double lerp_moment(double m, double g, double w1) {
     return w1 < 0.5 ? m + w1 * (g - m) : g - (g - m) * (1.0 - w1);
 }
 
+/* The three results of one element, in the contract's operation order. */
+static inline void adamw_element(const adamw_scalars *s, double p, double g, double m, double v,
+                                 double *p1, double *m1, double *v1) {
+    const double p0 = s->decays ? p * s->decay : p;
+    *m1 = lerp_moment(m, g, s->w1);
+    *v1 = v * s->beta2 + (s->c2 * g) * g;
+    const double denom = sqrt(*v1) / s->bc2_sqrt + s->eps;
+    *p1 = p0 + (s->neg_step * *m1) / denom;
+}
+
 static size_t adamw_chunk(const void *vs, const pd_optim_tensor *t, size_t begin, size_t end,
                           int commit, int *slot, double *value) {
-    const adamw_scalars *s = vs;
-    const double *g = t->param->grad;
-    double *p = t->param->value, *m = t->slot[0], *v = t->slot[1];
+    const adamw_scalars sc = *(const adamw_scalars *)vs, *s = &sc; /* a local copy: stores cannot alias it */
+    const double *restrict g = t->param->grad;
+    double *restrict p = t->param->value, *restrict m = t->slot[0], *restrict v = t->slot[1];
+    double p1, m1, v1;
+    if (commit) {
+        for (size_t i = begin; i < end; i++) adamw_element(s, p[i], g[i], m[i], v[i], &p[i], &m[i], &v[i]);
+        return end;
+    }
+    int ok = 1; /* a branch-free scan first (it vectorizes); the offender is located only on failure */
     for (size_t i = begin; i < end; i++) {
-        const double p0 = s->decays ? p[i] * s->decay : p[i];
-        const double m1 = lerp_moment(m[i], g[i], s->w1);
-        const double v1 = v[i] * s->beta2 + (s->c2 * g[i]) * g[i];
-        const double denom = sqrt(v1) / s->bc2_sqrt + s->eps;
-        const double p1 = p0 + (s->neg_step * m1) / denom;
-        if (commit) {
-            p[i] = p1;
-            m[i] = m1;
-            v[i] = v1;
-        } else if (!isfinite(p1) || !isfinite(m1) || !isfinite(v1)) {
-            *slot = !isfinite(p1) ? 0 : !isfinite(m1) ? 1 : 2;
-            *value = !isfinite(p1) ? p1 : !isfinite(m1) ? m1 : v1;
-            return i;
+        adamw_element(s, p[i], g[i], m[i], v[i], &p1, &m1, &v1);
+        ok &= pd_finite(p1) & pd_finite(m1) & pd_finite(v1);
+    }
+    if (ok) return end;
+    for (size_t i = begin; i < end; i++) {
+        adamw_element(s, p[i], g[i], m[i], v[i], &p1, &m1, &v1);
+        const double r[3] = {p1, m1, v1};
+        for (int k = 0; k < 3; k++) {
+            if (!pd_finite(r[k])) {
+                *slot = k;
+                *value = r[k];
+                return i;
+            }
         }
     }
     return end;

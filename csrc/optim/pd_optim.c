@@ -20,10 +20,20 @@ static void apply_task(void *vctx, size_t begin, size_t end) {
     if (c->chunk(c->scalars, c->t, begin, end, c->commit, &slot, &value) != end) c->bad = 1;
 }
 
+/* The loops read and write through restrict pointers: a tensor's buffers must be disjoint. */
+static int disjoint(const pd_optim_tensor *t) {
+    const size_t n = t->param->size;
+    const double *b[4] = {t->param->value, t->param->grad, t->slot[0], t->slot[1]};
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (n && b[i] && b[j] && b[i] < b[j] + n && b[j] < b[i] + n) return 0;
+    return 1;
+}
+
 pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars,
                          pd_optim_chunk_fn chunk, pd_error *e) {
     for (size_t i = 0; i < n; i++) {
-        if (!t[i].param || !t[i].param->value || !t[i].param->grad)
+        if (!t[i].param || !t[i].param->value || !t[i].param->grad || !disjoint(&t[i]))
             return pd_fail(e, PD_ERR_LAYOUT, i, 0.0, (int)i, -1);
     }
     for (size_t i = 0; i < n; i++) {

@@ -29,6 +29,11 @@ typedef size_t (*pd_optim_chunk_fn)(const void *scalars, const pd_optim_tensor *
 pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars,
                          pd_optim_chunk_fn chunk, pd_error *e);
 
+/* 1 when x is neither NaN nor infinite; branch-free so that scans over it vectorize. */
+static inline int pd_finite(double x) {
+    return (x - x) == 0.0;
+}
+
 /* x**k by binary exponentiation from the low bit: r = 1; while k: if k odd r = r*x; x = x*x. */
 double pd_powi(double x, uint64_t k);
 

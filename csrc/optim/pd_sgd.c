@@ -7,27 +7,52 @@ typedef struct {
     int first; /* the momentum buffer starts as the first direction */
 } sgd_scalars;
 
+/* The new value and momentum buffer of one element, in the contract's operation order. */
+static inline void sgd_element(const sgd_scalars *s, double p, double g, double b, double *p1, double *b1) {
+    double d = g;
+    if (s->weight_decay != 0.0) d = d + s->weight_decay * p;
+    if (s->momentum != 0.0) {
+        d = s->first ? d : b * s->momentum + d;
+        *b1 = d;
+    }
+    *p1 = p + (-s->lr) * d;
+}
+
 static size_t sgd_chunk(const void *vs, const pd_optim_tensor *t, size_t begin, size_t end,
                         int commit, int *slot, double *value) {
-    const sgd_scalars *s = vs;
-    const double *g = t->param->grad;
-    double *p = t->param->value, *buf = t->slot[0];
-    const int use_momentum = s->momentum != 0.0;
-    for (size_t i = begin; i < end; i++) {
-        double d = g[i];
-        if (s->weight_decay != 0.0) d = d + s->weight_decay * p[i];
-        double b = 0.0;
-        if (use_momentum) {
-            b = s->first ? d : buf[i] * s->momentum + d;
-            d = b;
+    const sgd_scalars sc = *(const sgd_scalars *)vs, *s = &sc; /* a local copy: stores cannot alias it */
+    const double *restrict g = t->param->grad;
+    double *restrict p = t->param->value;
+    double *restrict buf = t->slot[0]; /* read and written only when momentum != 0 */
+    const int momentum = s->momentum != 0.0;
+    double p1, b1 = 0.0;
+    if (commit && momentum) {
+        for (size_t i = begin; i < end; i++) sgd_element(s, p[i], g[i], buf[i], &p[i], &buf[i]);
+        return end;
+    }
+    if (commit) {
+        for (size_t i = begin; i < end; i++) sgd_element(s, p[i], g[i], 0.0, &p[i], &b1);
+        return end;
+    }
+    int ok = 1; /* a branch-free scan first; the offender is located only on failure */
+    if (momentum) {
+        for (size_t i = begin; i < end; i++) {
+            sgd_element(s, p[i], g[i], buf[i], &p1, &b1);
+            ok &= pd_finite(p1) & pd_finite(b1);
         }
-        const double p1 = p[i] + (-s->lr) * d;
-        if (commit) {
-            if (use_momentum) buf[i] = b;
-            p[i] = p1;
-        } else if (!isfinite(p1) || (use_momentum && !isfinite(b))) {
-            *slot = isfinite(p1) ? 1 : 0;
-            *value = isfinite(p1) ? b : p1;
+    } else {
+        for (size_t i = begin; i < end; i++) {
+            sgd_element(s, p[i], g[i], 0.0, &p1, &b1);
+            ok &= pd_finite(p1);
+        }
+    }
+    if (ok) return end;
+    for (size_t i = begin; i < end; i++) {
+        b1 = 0.0;
+        sgd_element(s, p[i], g[i], momentum ? buf[i] : 0.0, &p1, &b1);
+        if (!pd_finite(p1) || !pd_finite(b1)) {
+            *slot = pd_finite(p1) ? 1 : 0;
+            *value = pd_finite(p1) ? b1 : p1;
             return i;
         }
     }
