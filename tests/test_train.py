@@ -147,3 +147,13 @@ def test_the_readme_train_command_names_files_that_exist():
         if word.startswith("examples/"):
             assert (ROOT / word).exists(), word
     assert pydepth.checkpoint.CHECKPOINT_FORMAT == 1
+
+
+def test_training_runs_outside_the_main_thread_without_a_signal_handler(tmp_path, config):
+    import threading
+    codes = []
+    worker = threading.Thread(target=lambda: codes.append(run(
+        "train", CORPUS, "--config", config, "--steps", 1, "--batch", 1, "--out", tmp_path / "t")))
+    worker.start()
+    worker.join()
+    assert codes == [0] and (tmp_path / "t" / "step-000001.safetensors").exists()

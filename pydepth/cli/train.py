@@ -10,6 +10,7 @@ import os
 import pathlib
 import signal
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -192,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         return path
 
     interrupted = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    # Ctrl-C only marks the run; the loop stops after the current step (signals reach the main thread only)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum)) if main_thread else None
     progress = _Progress(total, step)
     positions = settings["batch"] * settings["tokens"]
     first, elapsed = step, 0.0  # tokens per second over the steps of this invocation
@@ -218,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
                 if args.checkpoint_every and step % args.checkpoint_every == 0 and step < total:
                     save(step)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         progress.close()
     final = save(step)
     sys.stderr.write(f"{'interrupted; ' if interrupted else ''}wrote {final}\n")
