@@ -14,7 +14,7 @@ import textwrap
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["PlotDependencyError", "pyplot", "new_figure", "shade_band", "ratio_axis",
-           "site_tick_labels", "site_axis", "plot_ratios", "mark_out_of_band", "annotate_out_of_band",
+           "site_tick_labels", "site_axis", "shade_spread", "plot_ratios", "mark_out_of_band", "annotate_out_of_band",
            "figure_title", "wrap_title",
            "save_figure", "texts_outside_figure", "SERIES_STYLES", "OUT_OF_BAND_COLOR"]
 
@@ -104,16 +104,33 @@ def site_tick_labels(n_sites: int, labels: Optional[Sequence[str]] = None) -> Li
     return out
 
 
-def site_axis(ax: Any, n_sites: int, labels: Optional[Sequence[str]] = None) -> None:
-    """Integer residual-site ticks labelled by stage (thinned past a couple of dozen sites)."""
+def site_axis(ax: Any, n_sites: int, labels: Optional[Sequence[str]] = None, *, axis: str = "x") -> None:
+    """Integer residual-site ticks labelled by stage (thinned past a couple of dozen sites) on
+    the x axis, or on the y axis (``axis="y"``, e.g. the site rows of a heat map)."""
     names = site_tick_labels(n_sites, labels)
     step = max(1, math.ceil(n_sites / _MAX_SITE_LABELS))
     ticks = list(range(0, n_sites, step))
+    text = [f"{i}: {names[i]}" for i in ticks]
+    title = "residual site: stage after which the stream is read"
+    if axis == "y":
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(text, fontsize="small")
+        ax.set_ylim(-0.5, n_sites - 0.5)
+        ax.set_ylabel(title)
+        return
     ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{i}: {names[i]}" for i in ticks], rotation=55, ha="right",
-                       rotation_mode="anchor", fontsize="small")
+    ax.set_xticklabels(text, rotation=55, ha="right", rotation_mode="anchor", fontsize="small")
     ax.set_xlim(-0.5, n_sites - 0.5)
-    ax.set_xlabel("residual site: stage after which the stream is read")
+    ax.set_xlabel(title)
+
+
+def shade_spread(ax: Any, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], *,
+                 style: int = 0, label: Optional[str] = None) -> None:
+    """Shades the spread ``[lows, highs]`` of a series (e.g. over seeds) in the colour of
+    :data:`SERIES_STYLES` entry ``style``, under the lines."""
+    color = SERIES_STYLES[style % len(SERIES_STYLES)]["color"]
+    ax.fill_between(list(xs), list(lows), list(highs), color=color, alpha=0.18, linewidth=0, zorder=2,
+                    label=label)
 
 
 def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Sequence[float], *,
@@ -231,14 +248,28 @@ def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = N
 
 
 def texts_outside_figure(fig: Any) -> List[str]:
-    """The visible, non-empty text artists whose rendered extent leaves the figure (for tests)."""
-    fig.canvas.draw()
+    """The non-empty text artists that a draw of ``fig`` renders outside the figure (for tests).
+
+    Only texts actually drawn count: tick labels of ticks outside the view and annotations
+    clipped away are skipped, as the renderer skips them."""
+    from matplotlib.text import Text
+    drawn: List[Any] = []
+    draw = Text.draw
+
+    def spy(self: Any, renderer: Any) -> None:  # Annotation.draw calls Text.draw too
+        draw(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+
+    Text.draw = spy
+    try:
+        fig.canvas.draw()
+    finally:
+        Text.draw = draw
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
     bad = []
-    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
-        if not text.get_visible() or not text.get_text().strip():
-            continue
+    for text in drawn:
         ext = text.get_window_extent(renderer)
         if ext.x0 < box.x0 - 0.5 or ext.y0 < box.y0 - 0.5 or ext.x1 > box.x1 + 0.5 or ext.y1 > box.y1 + 0.5:
             bad.append(text.get_text())
