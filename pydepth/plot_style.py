@@ -232,7 +232,7 @@ def wrap_title(text: str, width: int = 100) -> str:
 def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = None) -> List[pathlib.Path]:
     """Saves ``fig`` and closes it. With ``formats`` (e.g. ``("png", "svg")``), ``target`` is a
     path stem and one file per format is written; otherwise the suffix of ``target`` decides.
-    Returns the written paths."""
+    A missing parent directory is created. Returns the written paths."""
     plt = pyplot()
     path = pathlib.Path(target)
     paths = [path] if formats is None else [path.with_name(f"{path.name}.{fmt}") for fmt in formats]
@@ -240,6 +240,7 @@ def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = N
         for p in paths:
             if p.suffix.lower() not in (".png", ".svg", ".pdf"):
                 raise ValueError(f"plot file {str(p)!r} must end in .png, .svg or .pdf")
+        path.parent.mkdir(parents=True, exist_ok=True)
         for p in paths:
             fig.savefig(p, dpi=150)
     finally:

@@ -146,3 +146,14 @@ def test_unbuilt_source_tree_gets_a_clear_message(tmp_path):
     run = subprocess.run([sys.executable, "-c", "import pydepth"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 1 and "ImportError: pydepth's compiled core" in run.stderr
+
+
+def test_ctrl_c_ends_with_a_line_and_status_130(monkeypatch, capsys):
+    import pydepth.cli.demo as demo_cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo_cli, "run", interrupted)
+    assert cli.main(["demo"]) == 130
+    assert capsys.readouterr().err == "pydepth: error: interrupted\n"

@@ -133,6 +133,8 @@ def test_plot_report_overlays_a_control_and_writes_png_and_svg(tmp_path, doc):
     svg = paths[1].read_text()
     assert "<svg" in svg[:2000] and "same-base unscaled control" in svg
     assert plot_report(out_of_band_report(), tmp_path / "one.svg") == [tmp_path / "one.svg"]
+    nested = tmp_path / "new" / "dir" / "one.png"
+    assert plot_report(out_of_band_report(), nested) == [nested] and nested.stat().st_size > 0
 
 
 def test_plot_report_refuses_bad_input(tmp_path, doc):
