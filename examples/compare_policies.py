@@ -52,13 +52,14 @@ if args.plot:
     for ax, key, label in zip(axes, ("activation_ratio_max", "adjoint_ratio_max"),
                               ("max activation ratio  A_s / A_0", "max adjoint ratio  G_s / G_last")):
         shade_band(ax, pydepth.HEALTH_BAND)
+        ax.set_xscale("log", base=2)
+        ax.set_xlim(depths[0] / 1.3, depths[-1] * 1.3)
         marked = 0
         for policy, style in zip(("scaled", "unscaled"), SERIES_STYLES):
             ys = [r[policy][key] for r in rows]
             ax.plot(depths, ys, label=policy, **style)
             marked += mark_out_of_band(ax, depths, ys, pydepth.HEALTH_BAND,
                                        label=None if marked else "outside the band")
-        ax.set_xscale("log", base=2)
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.set_xlabel("depth (blocks)")
         ratio_axis(ax, label, [r[p][key] for r in rows for p in ("scaled", "unscaled")], pydepth.HEALTH_BAND)

@@ -14,7 +14,8 @@ import textwrap
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["PlotDependencyError", "pyplot", "new_figure", "shade_band", "ratio_axis",
-           "site_tick_labels", "site_axis", "plot_ratios", "mark_out_of_band", "figure_title", "wrap_title",
+           "site_tick_labels", "site_axis", "shade_spread", "plot_ratios", "mark_out_of_band", "annotate_out_of_band",
+           "figure_title", "wrap_title",
            "save_figure", "texts_outside_figure", "SERIES_STYLES", "OUT_OF_BAND_COLOR"]
 
 PathLike = Union[str, "pathlib.Path"]
@@ -103,23 +104,41 @@ def site_tick_labels(n_sites: int, labels: Optional[Sequence[str]] = None) -> Li
     return out
 
 
-def site_axis(ax: Any, n_sites: int, labels: Optional[Sequence[str]] = None) -> None:
-    """Integer residual-site ticks labelled by stage (thinned past a couple of dozen sites)."""
+def site_axis(ax: Any, n_sites: int, labels: Optional[Sequence[str]] = None, *, axis: str = "x") -> None:
+    """Integer residual-site ticks labelled by stage (thinned past a couple of dozen sites) on
+    the x axis, or on the y axis (``axis="y"``, e.g. the site rows of a heat map)."""
     names = site_tick_labels(n_sites, labels)
     step = max(1, math.ceil(n_sites / _MAX_SITE_LABELS))
     ticks = list(range(0, n_sites, step))
+    text = [f"{i}: {names[i]}" for i in ticks]
+    title = "residual site: stage after which the stream is read"
+    if axis == "y":
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(text, fontsize="small")
+        ax.set_ylim(-0.5, n_sites - 0.5)
+        ax.set_ylabel(title)
+        return
     ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{i}: {names[i]}" for i in ticks], rotation=55, ha="right",
-                       rotation_mode="anchor", fontsize="small")
+    ax.set_xticklabels(text, rotation=55, ha="right", rotation_mode="anchor", fontsize="small")
     ax.set_xlim(-0.5, n_sites - 0.5)
-    ax.set_xlabel("residual site: stage after which the stream is read")
+    ax.set_xlabel(title)
+
+
+def shade_spread(ax: Any, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], *,
+                 style: int = 0, label: Optional[str] = None) -> None:
+    """Shades the spread ``[lows, highs]`` of a series (e.g. over seeds) in the colour of
+    :data:`SERIES_STYLES` entry ``style``, under the lines."""
+    color = SERIES_STYLES[style % len(SERIES_STYLES)]["color"]
+    ax.fill_between(list(xs), list(lows), list(highs), color=color, alpha=0.18, linewidth=0, zorder=2,
+                    label=label)
 
 
 def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Sequence[float], *,
                      label: Optional[str] = "outside the band", annotate: bool = True,
                      fmt: str = "{:.5g}") -> int:
-    """Marks every point outside the inclusive band with a red cross and annotates the most
-    extreme few with their values; returns how many points lie outside."""
+    """Marks every point outside the inclusive band with a red cross and (unless ``annotate`` is
+    false) labels the most extreme few with :func:`annotate_out_of_band`; returns how many
+    points lie outside."""
     low, high = float(band[0]), float(band[1])
     outside = [(x, y) for x, y in zip(xs, ys) if y < low or y > high]
     if not outside:
@@ -127,27 +146,43 @@ def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Se
     ax.scatter([p[0] for p in outside], [p[1] for p in outside], marker="X", s=70,
                color=OUT_OF_BAND_COLOR, edgecolors="black", linewidths=0.6, zorder=5, label=label)
     if annotate:
-        log_x = ax.get_xscale() == "log" and min(xs) > 0
-        scale = (lambda v: math.log(v)) if log_x else (lambda v: float(v))
-        x_mid = (scale(min(xs)) + scale(max(xs))) / 2.0  # labels of right-half points go left
-
-        def distance(p: Tuple[float, float]) -> float:
-            return math.log(p[1] / high) if p[1] > high else math.log(low / max(p[1], 1e-300))
-
-        span = max(scale(max(xs)) - scale(min(xs)), 1e-300)
-        taken = ax.__dict__.setdefault("_pydepth_annotated", [])  # shared by every series of this panel
-        for x, y in sorted(outside, key=distance, reverse=True):
-            if len(taken) >= _MAX_ANNOTATIONS or any(
-                    abs(scale(x) - tx) < 0.08 * span and abs(math.log10(max(y, 1e-300) / ty)) < 0.5
-                    for tx, ty in taken):
-                continue  # a label nearby already tells this story; a pile of labels tells none
-            taken.append((scale(x), max(y, 1e-300)))
-            left = scale(x) > x_mid
-            ax.annotate(fmt.format(y), (x, y), xytext=(-8 if left else 8, 0), textcoords="offset points",
-                        ha="right" if left else "left", va="center", fontsize="small",
-                        color=OUT_OF_BAND_COLOR, annotation_clip=True,
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+        annotate_out_of_band(ax, outside, band, fmt=fmt)
     return len(outside)
+
+
+def annotate_out_of_band(ax: Any, points: Sequence[Tuple[float, float]], band: Sequence[float], *,
+                         fmt: str = "{:.5g}") -> None:
+    """Labels with its value each of the most extreme out-of-band ``(x, y)`` points, at most
+    three per panel and never two close together: above a point over the band, below one under
+    it, centred except near an edge, where it extends inwards so it stays inside the axes."""
+    low, high = float(band[0]), float(band[1])
+    outside = [(x, y) for x, y in points if y < low or y > high]
+    if not outside:
+        return
+    x0, x1 = ax.get_xlim()
+    log_x = ax.get_xscale() == "log" and x0 > 0
+
+    def frac(x: float) -> float:  # position across the axes, 0 at the left edge
+        if log_x:
+            return (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+        return (x - x0) / (x1 - x0) if x1 != x0 else 0.5
+
+    def extremity(p: Tuple[float, float]) -> float:
+        return math.log(p[1] / high) if p[1] > high else math.log(low / max(p[1], 1e-300))
+
+    taken = ax.__dict__.setdefault("_pydepth_annotated", [])  # shared by every call on this panel
+    for x, y in sorted(outside, key=extremity, reverse=True):
+        if len(taken) >= _MAX_ANNOTATIONS:
+            break
+        if any(abs(frac(x) - tx) < 0.2 and (y > high) == above for tx, above in taken):
+            continue  # a label nearby already tells this story; a pile of labels tells none
+        taken.append((frac(x), y > high))
+        f = frac(x)
+        ax.annotate(fmt.format(y), (x, y), xytext=(0, 8 if y > high else -8), textcoords="offset points",
+                    ha="left" if f < 0.15 else "right" if f > 0.85 else "center",
+                    va="bottom" if y > high else "top",
+                    fontsize="small", color=OUT_OF_BAND_COLOR, annotation_clip=True, zorder=6,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
 def plot_ratios(ax: Any, series: Sequence[Tuple[str, Sequence[float], Sequence[float]]],
@@ -163,8 +198,10 @@ def plot_ratios(ax: Any, series: Sequence[Tuple[str, Sequence[float], Sequence[f
         style = SERIES_STYLES[k % len(SERIES_STYLES)]
         ax.plot(list(xs), list(ys), label=label, markersize=5 if len(xs) <= 25 else 2.5, linewidth=1.4,
                 zorder=3, **style)
-        marked |= mark_out_of_band(ax, xs, ys, band, label=None if marked else "outside the band") > 0
+        marked |= mark_out_of_band(ax, xs, ys, band, label=None if marked else "outside the band",
+                                   annotate=False) > 0
     ratio_axis(ax, ylabel, [y for _, _, ys in series for y in ys], band)
+    annotate_out_of_band(ax, [(x, y) for _, xs, ys in series for x, y in zip(xs, ys)], band)
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small", loc="best", framealpha=0.9)
 
@@ -195,7 +232,7 @@ def wrap_title(text: str, width: int = 100) -> str:
 def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = None) -> List[pathlib.Path]:
     """Saves ``fig`` and closes it. With ``formats`` (e.g. ``("png", "svg")``), ``target`` is a
     path stem and one file per format is written; otherwise the suffix of ``target`` decides.
-    Returns the written paths."""
+    A missing parent directory is created. Returns the written paths."""
     plt = pyplot()
     path = pathlib.Path(target)
     paths = [path] if formats is None else [path.with_name(f"{path.name}.{fmt}") for fmt in formats]
@@ -203,6 +240,7 @@ def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = N
         for p in paths:
             if p.suffix.lower() not in (".png", ".svg", ".pdf"):
                 raise ValueError(f"plot file {str(p)!r} must end in .png, .svg or .pdf")
+        path.parent.mkdir(parents=True, exist_ok=True)
         for p in paths:
             fig.savefig(p, dpi=150)
     finally:
@@ -211,14 +249,28 @@ def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = N
 
 
 def texts_outside_figure(fig: Any) -> List[str]:
-    """The visible, non-empty text artists whose rendered extent leaves the figure (for tests)."""
-    fig.canvas.draw()
+    """The non-empty text artists that a draw of ``fig`` renders outside the figure (for tests).
+
+    Only texts actually drawn count: tick labels of ticks outside the view and annotations
+    clipped away are skipped, as the renderer skips them."""
+    from matplotlib.text import Text
+    drawn: List[Any] = []
+    draw = Text.draw
+
+    def spy(self: Any, renderer: Any) -> None:  # Annotation.draw calls Text.draw too
+        draw(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+
+    Text.draw = spy
+    try:
+        fig.canvas.draw()
+    finally:
+        Text.draw = draw
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
     bad = []
-    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
-        if not text.get_visible() or not text.get_text().strip():
-            continue
+    for text in drawn:
         ext = text.get_window_extent(renderer)
         if ext.x0 < box.x0 - 0.5 or ext.y0 < box.y0 - 0.5 or ext.x1 > box.x1 + 0.5 or ext.y1 > box.y1 + 0.5:
             bad.append(text.get_text())

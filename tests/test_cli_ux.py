@@ -42,17 +42,30 @@ def test_every_option_of_every_subcommand_has_help():
             assert action.help and action.help != argparse.SUPPRESS, f"{name} {flag}"
 
 
-def test_an_option_name_means_one_thing_everywhere():
+# Options the shared helpers in pydepth/cli/_args.py define: one name, one meaning everywhere.
+SHARED = ("--config", "--seed", "--format", "--output", "--band", "--control", "--batch")
+
+
+def test_a_shared_option_means_one_thing_everywhere():
     _, subs = subparsers()
     seen = {}
     for name, sub in subs.items():
         for action in sub._actions:
-            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            if action.help == argparse.SUPPRESS:
                 continue
-            for opt in action.option_strings:
-                kind = (action.type, action.nargs, action.const)
+            for opt in set(action.option_strings) & set(SHARED):
+                kind = (action.type, action.nargs, action.const, action.choices, action.metavar)
                 assert seen.setdefault(opt, (name, kind))[1] == kind, (
                     f"{opt} differs between {seen[opt][0]} and {name}")
+    assert {"--config", "--seed", "--format", "--output", "--band", "--control"} <= set(seen)
+
+
+def test_observe_tokens_are_ids_and_laptop_counts_with_sequence_length():
+    _, subs = subparsers()
+    opts = {name: {o: a for a in sub._actions for o in a.option_strings} for name, sub in subs.items()}
+    assert opts["observe"]["--tokens"].type is opts["trace"]["--tokens"].type
+    assert opts["observe"]["--tokens"].metavar == "IDS"
+    assert opts["laptop"]["--sequence-length"].metavar == "N"
 
 
 def test_laptop_old_tokens_option_still_works_with_a_warning(capsys):
@@ -133,3 +146,14 @@ def test_unbuilt_source_tree_gets_a_clear_message(tmp_path):
     run = subprocess.run([sys.executable, "-c", "import pydepth"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 1 and "ImportError: pydepth's compiled core" in run.stderr
+
+
+def test_ctrl_c_ends_with_a_line_and_status_130(monkeypatch, capsys):
+    import pydepth.cli.demo as demo_cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo_cli, "run", interrupted)
+    assert cli.main(["demo"]) == 130
+    assert capsys.readouterr().err == "pydepth: error: interrupted\n"

@@ -133,6 +133,8 @@ def test_plot_report_overlays_a_control_and_writes_png_and_svg(tmp_path, doc):
     svg = paths[1].read_text()
     assert "<svg" in svg[:2000] and "same-base unscaled control" in svg
     assert plot_report(out_of_band_report(), tmp_path / "one.svg") == [tmp_path / "one.svg"]
+    nested = tmp_path / "new" / "dir" / "one.png"
+    assert plot_report(out_of_band_report(), nested) == [nested] and nested.stat().st_size > 0
 
 
 def test_plot_report_refuses_bad_input(tmp_path, doc):
@@ -164,3 +166,21 @@ def test_laptop_plot_uses_the_same_style(tmp_path, capsys):
     assert cli.main(["laptop", *small, "--control", "--plot", str(tmp_path / "laptop.png")]) == 0
     assert (tmp_path / "laptop.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "wrote" in capsys.readouterr().err
+
+
+def test_helpers_for_other_figures_keep_the_style():
+    # what sweep and training plots build on: sites on a heat map's y axis, a shaded seed spread
+    from pydepth.plot_style import (SERIES_STYLES, new_figure, pyplot, shade_spread, site_axis,
+                                    texts_outside_figure)
+    fig, (heat, curve) = new_figure(2)
+    heat.imshow(np.ones((9, 3)), aspect="auto", origin="lower")
+    site_axis(heat, 9, axis="y")
+    assert list(heat.get_yticks()) == list(range(9))
+    assert heat.get_yticklabels()[2].get_text() == "2: ffn 0"
+    shade_spread(curve, [1, 2, 4], [1, 2, 3], [2, 3, 5], style=1, label="seed spread")
+    band = curve.collections[0]
+    assert band.get_label() == "seed spread"
+    assert tuple(band.get_facecolor()[0][:3]) == pytest.approx(
+        __import__("matplotlib").colors.to_rgb(SERIES_STYLES[1]["color"]))
+    assert texts_outside_figure(fig) == []
+    pyplot().close(fig)

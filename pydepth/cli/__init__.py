@@ -1,7 +1,7 @@
 """The ``pydepth`` command line: one module per subcommand, each with ``register`` and ``run``.
 
 Exit codes: 0 success; 1 a refused input or a failed self-check (message on stderr);
-2 usage errors and a missing optional dependency (``--plot`` without matplotlib).
+2 usage errors and a missing optional dependency (``--plot`` without matplotlib); 130 Ctrl-C.
 """
 from __future__ import annotations
 
@@ -59,6 +59,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (PydepthError, ValueError, OSError) as err:
         error(str(err))
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: a one-line note and the shell's usual status, no traceback
+        error("interrupted")
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,9 +27,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _args.add_band(p)
     _args.add_output(p, default_format="table")
     _args.add_plot(p)
+    from ..laptop import PLAN
     for name in _OVERRIDES:
         p.add_argument("--" + name.replace("_", "-"), type=_args.positive, default=None, metavar="N",
-                       help=f"override the plan's {name} (reduced sizes for quick runs)")
+                       help=f"{name.replace('_', ' ')} (plan: {PLAN[name]}; smaller for quick runs)")
 
 
 def _table(result: dict, tokens: int) -> str:
