@@ -16,6 +16,14 @@ else()
   target_compile_options(pd_strict_fp_flags_only INTERFACE
                          -ffp-contract=off -fno-fast-math -fno-unsafe-math-optimizations)
 endif()
+# Intel's compilers default to a fast floating-point model: ask for the precise one explicitly.
+if(CMAKE_C_COMPILER_ID MATCHES "^Intel")
+  if(MSVC)
+    target_compile_options(pd_strict_fp_flags_only INTERFACE /fp:precise)
+  else()
+    target_compile_options(pd_strict_fp_flags_only INTERFACE -fp-model=precise)
+  endif()
+endif()
 
 # The core's own sources: the same flags plus optimization and warnings.
 add_library(pd_strict_fp INTERFACE)
