@@ -16,6 +16,18 @@ else()
   target_compile_options(pd_strict_fp_flags_only INTERFACE
                          -ffp-contract=off -fno-fast-math -fno-unsafe-math-optimizations)
 endif()
+# 32-bit x86: binary64 in SSE2 registers, never x87 extended precision (docs/numerics.md §1.3).
+if(NOT MSVC AND CMAKE_SIZEOF_VOID_P EQUAL 4 AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(i.86|x86|X86)$")
+  target_compile_options(pd_strict_fp_flags_only INTERFACE -msse2 -mfpmath=sse)
+endif()
+# Intel's compilers default to a fast floating-point model: ask for the precise one explicitly.
+if(CMAKE_C_COMPILER_ID MATCHES "^Intel")
+  if(MSVC)
+    target_compile_options(pd_strict_fp_flags_only INTERFACE /fp:precise)
+  else()
+    target_compile_options(pd_strict_fp_flags_only INTERFACE -fp-model=precise)
+  endif()
+endif()
 
 # The core's own sources: the same flags plus optimization and warnings.
 add_library(pd_strict_fp INTERFACE)

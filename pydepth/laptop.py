@@ -8,6 +8,7 @@ from typing import Any, Dict, Optional, Sequence, TextIO
 import numpy as np
 
 from ._core import SplitMix64
+from ._memory import peak_rss_mb
 from .config import DecoderConfig
 from .depth_init import DepthInitializationBudget, FreshDepthInitialization
 from .health import check_band, observe_residual_health
@@ -34,12 +35,6 @@ def deterministic_batch(cfg: DecoderConfig, tokens: int):
         raise ValueError(f"tokens per pass must be in [1, {cfg.max_positions}] (the plan's max positions), got {tokens}")
     ids = (np.arange(tokens + 1, dtype=np.int64) * 7919 + 11) % cfg.vocabulary_size
     return ids[:-1].reshape(1, -1), ids[1:].reshape(1, -1)
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB."""
-    import resource  # POSIX only; imported here so the plan's configuration imports anywhere
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 class _Progress:

@@ -112,7 +112,8 @@ def test_cli_passes_on_the_packaged_fixtures(tmp_path):
     out = run_cli("--threads", "2", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines[1:4]] == ["PASS narrow-1", "PASS narrow-2",
+    assert lines[1].startswith("on ") and lines[1].endswith(", 2 threads")
+    assert [line.split(":")[0] for line in lines[2:5]] == ["PASS narrow-1", "PASS narrow-2",
                                                          "PASS batch-heads-2"]
     assert lines[-1] == "all fixtures bit-exact"
 
@@ -127,10 +128,10 @@ def test_cli_fails_with_the_first_differing_value(reference_trace, tmp_path):
     out = run_cli("--fixtures", str(path), cwd=tmp_path)
     assert out.returncode == 1
     lines = out.stdout.splitlines()
-    assert lines[1].startswith("PASS narrow-1") and lines[3].startswith("PASS batch-heads-2")
-    assert lines[2].startswith("FAIL narrow-2: 1 of ")
-    assert f"first: initialized site_adjoints site.1[6]: got {original} (" in lines[2]
-    assert f"expected {entry['bits'][6]} (" in lines[2]
+    assert lines[2].startswith("PASS narrow-1") and lines[4].startswith("PASS batch-heads-2")
+    assert lines[3].startswith("FAIL narrow-2: 1 of ")
+    assert f"first: initialized site_adjoints site.1[6]: got {original} (" in lines[3]
+    assert f"expected {entry['bits'][6]} (" in lines[3]
     assert lines[-1] == "1 of 3 fixtures differ"
 
 

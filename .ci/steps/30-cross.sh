@@ -29,19 +29,13 @@ jobs=2
 fail=0
 summary=()
 
-# zig (the ziglang wheel) is the cross compiler for Windows and macOS.
+# zig (the ziglang wheel) is the cross compiler for Windows and macOS, through tools/zig-cc
+# and tools/zig-ar (the target comes from PD_ZIG_TARGET, set per run below).
 need_zig() {
   if ! "$python" -c "import ziglang" 2>/dev/null; then
     "$python" -m pip install --quiet "ziglang>=0.13"
   fi
-  for target in x86_64-windows-gnu aarch64-macos x86_64-macos; do
-    printf '#!/bin/sh\nexec "%s" -m ziglang cc -target %s "$@"\n' "$python" "$target" >"$work/cc-$target"
-    chmod +x "$work/cc-$target"
-  done
-  for tool in ar ranlib; do
-    printf '#!/bin/sh\nexec "%s" -m ziglang %s "$@"\n' "$python" "$tool" >"$work/zig-$tool"
-    chmod +x "$work/zig-$tool"
-  done
+  export PD_PYTHON="$python"
 }
 
 find_wine() {
@@ -63,22 +57,24 @@ configure_args() { # the CMake cache entries of one run
       echo "-DCMAKE_C_COMPILER=musl-gcc -DCMAKE_EXE_LINKER_FLAGS=-static" ;;
     windows)
       echo "-DCMAKE_SYSTEM_NAME=Windows -DCMAKE_SYSTEM_PROCESSOR=AMD64"
-      echo "-DCMAKE_C_COMPILER=$work/cc-x86_64-windows-gnu"
-      echo "-DCMAKE_AR=$work/zig-ar -DCMAKE_RANLIB=$work/zig-ranlib"
+      echo "-DCMAKE_C_COMPILER=$root/tools/zig-cc"
+      echo "-DCMAKE_AR=$root/tools/zig-ar -DCMAKE_RANLIB=$root/tools/zig-ranlib"
       echo "-DCMAKE_CROSSCOMPILING_EMULATOR=$wine" ;;
     macos-arm64 | macos-x86_64)
-      local arch=${1#macos-}
-      [ "$arch" = arm64 ] && target=aarch64-macos || target=x86_64-macos
-      echo "-DCMAKE_SYSTEM_NAME=Darwin -DCMAKE_SYSTEM_PROCESSOR=$arch"
-      echo "-DCMAKE_C_COMPILER=$work/cc-$target"
-      echo "-DCMAKE_AR=$work/zig-ar -DCMAKE_RANLIB=$work/zig-ranlib" ;;
+      echo "-DCMAKE_SYSTEM_NAME=Darwin -DCMAKE_SYSTEM_PROCESSOR=${1#macos-}"
+      echo "-DCMAKE_C_COMPILER=$root/tools/zig-cc"
+      echo "-DCMAKE_AR=$root/tools/zig-ar -DCMAKE_RANLIB=$root/tools/zig-ranlib" ;;
   esac
 }
 
 bit_exact_required() { case " $BIT_EXACT_RUNS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 for run in $RUNS; do
-  case "$run" in windows | macos-*) need_zig ;; esac
+  case "$run" in
+    windows) need_zig; export PD_ZIG_TARGET=x86_64-windows-gnu ;;
+    macos-arm64) need_zig; export PD_ZIG_TARGET=aarch64-macos ;;
+    macos-x86_64) need_zig; export PD_ZIG_TARGET=x86_64-macos ;;
+  esac
   [ "$run" = windows ] && find_wine
   build="$work/build-$run"
   echo "== cross run: $run" >&2

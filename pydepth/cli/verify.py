@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 
 from . import _args
@@ -21,7 +22,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth verify``; returns 0 when every fixture is bit-exact, else 1."""
-    from ..threads import set_num_threads
+    from .._core import kernel_path
+    from ..threads import get_num_threads, set_num_threads
     from ..verify import load_fixtures, public_fixtures_path, verify_fixture
     if args.threads is not None:
         set_num_threads(args.threads)
@@ -29,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     fixtures = load_fixtures(source)
     out = sys.stdout
     out.write(f"verifying {len(fixtures)} fixtures from {source}\n")
+    out.write(f"on {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
+              f"kernel path {kernel_path()}, {get_num_threads()} threads\n")
     failed = 0
     for fixture in fixtures:
         result = verify_fixture(fixture)

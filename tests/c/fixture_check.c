@@ -2,7 +2,10 @@
  * from the C core alone and compares bit patterns: parameters, every forward value, the loss,
  * site adjoints, parameter gradients and the site RMS values, for the depth-initialized model
  * and the unscaled control, at one and at several threads. No Python at run time.
- * Usage: pd_fixture_check TRACE_JSON   Exit status 0 only when every value matches. */
+ * Usage: pd_fixture_check TRACE_JSON   Exit status 0 only when every value matches.
+ *        pd_fixture_check --flip K TRACE_JSON   the checker's own test: flips one bit of the
+ *        K-th bit pattern in the file (in memory); exit status 0 only when exactly that one
+ *        value is reported as differing. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -395,15 +398,47 @@ static size_t check_fixture(const json_doc *d, const json_node *fx, size_t *chec
     return t.differing;
 }
 
+/* Flips the lowest bit of the k-th 16-hex-digit string of the document (0-based). */
+static int flip_pattern(json_doc *d, size_t k) {
+    for (size_t i = 0; i < d->n; i++) {
+        uint64_t v;
+        json_node *n = &d->nodes[i];
+        if (n->type != JSON_STRING || !parse_hex64(n->text, &v) || k-- > 0) continue;
+        char *last = (char *)n->text + 15;
+        const int digit = (*last >= 'a' ? *last - 'a' + 10 : *last - '0') ^ 1;
+        *last = (char)(digit < 10 ? '0' + digit : 'a' + digit - 10);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    size_t flip = 0;
+    int flipping = 0;
+    if (argc == 4 && strcmp(argv[1], "--flip") == 0) {
+        uint64_t k;
+        if (!parse_u64(argv[2], strlen(argv[2]), &k)) {
+            fprintf(stderr, "--flip needs a non-negative integer, got %s\n", argv[2]);
+            return 2;
+        }
+        flip = (size_t)k;
+        flipping = 1;
+        argv += 2;
+        argc -= 2;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: %s trace-public.json\n", argv[0]);
+        fprintf(stderr, "usage: %s [--flip K] trace-public.json\n", argv[0]);
         return 2;
     }
     json_doc d;
     char err[256];
     if (json_load(&d, argv[1], err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    if (flipping && !flip_pattern(&d, flip)) {
+        fprintf(stderr, "--flip %zu: the file has fewer bit patterns\n", flip);
+        json_free(&d);
         return 2;
     }
     const json_node *fmt = json_member(&d, &d.nodes[0], "format");
@@ -432,6 +467,11 @@ int main(int argc, char **argv) {
         }
     }
     json_free(&d);
+    if (flipping) { /* the one flipped value, once per thread count, and nothing else */
+        const size_t want = sizeof thread_counts / sizeof thread_counts[0];
+        printf("flipped pattern %zu: %zu differences reported, %zu expected\n", flip, total_bad, want);
+        return total_bad == want ? 0 : 1;
+    }
     printf("%s\n", total_bad ? "FAILED" : "all public fixtures bit-exact");
     return total_bad ? 1 : 0;
 }
