@@ -347,7 +347,8 @@ static void graph_bind(pd_graph *g, const graph_sizes *s) {
     g->q = carve(&p, N * W);
     g->k = carve(&p, N * m->kv_width);
     g->v = carve(&p, N * m->kv_width);
-    for (size_t i = 0; i < g->n_blocks_stored; i++) block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
+    for (size_t i = 0; i < g->n_blocks_stored; i++)
+        block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
     g->site_arena = g->recorded ? NULL : g->arena + s->global + g->n_blocks_stored * s->block;
 }
 
