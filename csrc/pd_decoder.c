@@ -260,7 +260,7 @@ static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *val
                 continue;
             }
             g->n_valid++;
-            if (ids[p] < 0 || (uint64_t)ids[p] >= c->vocabulary_size)
+            if (!pd_id_in_range(ids[p], c->vocabulary_size))
                 return pd_fail(e, PD_ERR_TOKEN, p, (double)ids[p], -1, PD_N_EMBEDDING);
             g->ids[p] = ids[p];
             size_t s0 = seg_start ? seg_start[p] : 0;
@@ -347,7 +347,8 @@ static void graph_bind(pd_graph *g, const graph_sizes *s) {
     g->q = carve(&p, N * W);
     g->k = carve(&p, N * m->kv_width);
     g->v = carve(&p, N * m->kv_width);
-    for (size_t i = 0; i < g->n_blocks_stored; i++) block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
+    for (size_t i = 0; i < g->n_blocks_stored; i++)
+        block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
     g->site_arena = g->recorded ? NULL : g->arena + s->global + g->n_blocks_stored * s->block;
 }
 
@@ -409,11 +410,20 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     return st;
 }
 
+pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,
+                       pd_error *e) {
+    for (size_t p = 0; p < n; p++)
+        if ((!valid || valid[p]) && !pd_id_in_range(ids[p], V))
+            return targets ? pd_fail(e, PD_ERR_TARGET, p, (double)ids[p], -1, PD_N_LOSS)
+                           : pd_fail(e, PD_ERR_TOKEN, p, (double)ids[p], -1, PD_N_EMBEDDING);
+    return PD_OK;
+}
+
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
     for (size_t p = 0; p < N; p++) {
         if (!g->valid[p]) { g->targets[p] = 0; continue; }
-        if (targets[p] < 0 || (uint64_t)targets[p] >= V)
+        if (!pd_id_in_range(targets[p], V))
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }

@@ -101,6 +101,12 @@ void pd_model_free(pd_model *m);
 pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                            const uint8_t *valid, const size_t *pos, const size_t *seg_start,
                            int record, pd_error *e);
+/* Whether a token or target id lies in [0, V): the one range rule for ids. */
+static inline int pd_id_in_range(int64_t id, size_t V) { return id >= 0 && (uint64_t)id < V; }
+/* The same refusal the forward (tokens) or the loss (targets != 0) gives for the first id out of
+ * range among n ids (read only where valid[p], when valid is given), without running a model. */
+pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,
+                       pd_error *e);
 /* Attaches the valid-target mean NLL; targets [N], read only at valid positions. */
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e);
 void pd_graph_free(pd_graph *g);

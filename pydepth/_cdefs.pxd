@@ -73,6 +73,8 @@ cdef extern from "pd_decoder.h":
     pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                                const uint8_t *valid, const size_t *pos, const size_t *seg_start,
                                int record, pd_error *e) nogil
+    pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,
+                           pd_error *e) nogil
     pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) nogil
     void pd_graph_free(pd_graph *g) nogil
     double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4])

@@ -161,6 +161,24 @@ def parameter_layout(tuple c):
     return tuple(out)
 
 
+def check_ids(const int64_t[:, ::1] ids not None, const uint8_t[::1] valid, size_t vocabulary_size,
+              bint targets=False):
+    """Raises the CoreError the forward (or, with targets=True, the loss) gives for the first id
+    outside [0, vocabulary_size) at a valid position; for callers that run no C model."""
+    cdef pd_error e
+    cdef size_t n = ids.shape[0] * ids.shape[1]
+    if valid is not None and <size_t>valid.shape[0] != n:
+        raise ValueError(f"validity has {valid.shape[0]} entries for {n} ids")
+    cdef pd_status st = PD_OK
+    cdef const uint8_t *vp = NULL
+    if valid is not None and n:
+        vp = &valid[0]
+    if n:
+        st = pd_check_ids(&ids[0, 0], vp, n, vocabulary_size, targets, &e)
+    if st != PD_OK:
+        raise_status(st, &e)
+
+
 cdef pd_config _config(tuple c):
     cdef pd_config cfg
     (cfg.vocabulary_size, cfg.model_width, cfg.heads, cfg.kv_heads, cfg.feed_forward_width,

@@ -14,7 +14,8 @@ BLOCK_KIND: Dict[str, int] = {name: KIND[ident] for ident, name, scope in NODE_K
 # Values recorded once per graph that the trace names (embedding.output ... loss).
 GLOBAL_KIND: Dict[str, int] = {name: KIND[ident] for ident, name, scope in NODE_KINDS if scope == "global"}
 
-EMBEDDING, FINAL_NORM_OUTPUT, LOGITS, LOSS = (KIND[k] for k in ("EMBEDDING", "FINAL_NORM_OUTPUT", "LOGITS", "LOSS"))
+EMBEDDING, FINAL_NORM_OUTPUT = KIND["EMBEDDING"], KIND["FINAL_NORM_OUTPUT"]
+LOGITS, LOSS = KIND["LOGITS"], KIND["LOSS"]
 PER_TARGET_NLL, GRADIENT = KIND["PER_TARGET_NLL"], KIND["GRADIENT"]
 AFTER_ATTENTION = BLOCK_KIND["after_attention"]
 BLOCK_OUTPUT = BLOCK_KIND["output"]

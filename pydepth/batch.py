@@ -164,16 +164,16 @@ class Batch:
             b, t = (int(x) for x in bad[0])
             raise TokenError(f"segment {int(self._segment_ids[b, t])} is longer than max_positions "
                              f"{cfg.max_positions} (position {int(self._positions[b, t])} at [{b}, {t}])")
-        # the core checks the id range at valid positions and never reads padding
-        ids = np.ascontiguousarray(self._tokens, dtype=np.int64)
+        # the core checks the id range at valid positions; padding reads as id 0
+        ids = np.ascontiguousarray(np.where(self._valid, self._tokens, 0), dtype=np.int64)
         valid = np.ascontiguousarray(self._valid, dtype=np.uint8).reshape(-1)
         pos = np.ascontiguousarray(self._positions, dtype=np.uintp).reshape(-1)
         seg = np.ascontiguousarray(self._starts, dtype=np.uintp).reshape(-1)
         return ids, valid, pos, seg
 
     def _core_targets(self) -> np.ndarray:
-        """Targets [N] for the core, which checks their range at valid positions only."""
-        return np.ascontiguousarray(self._targets, dtype=np.int64).reshape(-1)
+        """Targets [B, T] for the core, which checks their range at valid positions (0 at padding)."""
+        return np.ascontiguousarray(np.where(self._valid, self._targets, 0), dtype=np.int64)
 
     def __repr__(self) -> str:
         return f"Batch(shape={self.shape}, segments={len(self.segments())}, valid={int(self._valid.sum())})"

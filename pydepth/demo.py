@@ -71,7 +71,8 @@ def worked_values() -> Dict[str, Any]:
             "half_bound_value": base.uniform_limit * policy.factor,
             "variance_value": base.target_variance * policy.factor ** 2,
         }
-    (query,) = DepthScalePolicy(max(_WORKED_DEPTHS)).apply([NamedParameter("blocks.0.attention.query.weight", vector)])
+    unselected = NamedParameter("blocks.0.attention.query.weight", vector)
+    (query,) = DepthScalePolicy(max(_WORKED_DEPTHS)).apply([unselected])
     return {"vector": list(_WORKED_VECTOR), "depths": list(_WORKED_DEPTHS), "factors": factors,
             "selected": selected, "query_vector_unchanged": [float(v) for v in query.value],
             "xavier_4x4": xavier}

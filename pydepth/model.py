@@ -425,6 +425,18 @@ def _tokens_array(tokens: Any, cfg: DecoderConfig) -> Tuple[np.ndarray, np.ndarr
     return arr, np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def _check_ids(shown: np.ndarray, ids: np.ndarray, vocabulary_size: int,
+               valid: Optional[np.ndarray] = None, *, targets: bool = False) -> None:
+    """The core's range refusal for ids [B, T] (int64, as the core reads them), worded like a
+    forward's or a loss's, for code that runs no C model (the torch twin). ``shown`` holds the
+    ids as the caller gave them; ``valid`` (uint8 [B*T]) limits the check to valid positions."""
+    try:
+        _core.check_ids(ids, valid, vocabulary_size, targets)
+    except _core.CoreError as err:
+        raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=vocabulary_size,
+                   masked=valid is not None)
+
+
 def _targets_array(targets: Any, shape: Tuple[int, int]) -> Tuple[np.ndarray, np.ndarray]:
     """The caller's targets reshaped to [B, T] (kept for messages) and their int64 copy; the
     core checks the range at valid positions."""

@@ -14,7 +14,7 @@ from .._core import SplitMix64
 from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
 from ..errors import PydepthError
 from ..health import observe_residual_health
-from ..model import DecoderModel, NamedParameter
+from ..model import DecoderModel
 from .errors import OptimizerUnavailableError, SweepSpecError
 from .spec import Cell, SweepSpec, row_id
 
@@ -67,8 +67,7 @@ def build_model(spec: SweepSpec, cell: Cell) -> Tuple[DecoderModel, float]:
     if cell.policy == "scaled":
         init = fresh.complete()
         return init.model, init.record.factor
-    base = [NamedParameter(p.name, p.snapshot()) for p in fresh.base_model.parameters]
-    return DecoderModel.from_parameters(cfg, base), 1.0
+    return fresh.base_model.clone(), 1.0
 
 
 def _empty() -> Dict[str, List[Any]]:

@@ -31,8 +31,8 @@ from torch import nn
 
 from ..batch import Batch
 from ..config import DecoderConfig
-from ..errors import ParameterLayoutError, TokenError
-from ..model import DecoderModel, NamedParameter, _targets_array, _tokens_array
+from ..errors import ParameterLayoutError
+from ..model import DecoderModel, NamedParameter, _check_ids, _targets_array, _tokens_array
 
 __all__ = ["PydepthTwin", "TwinOutput", "to_torch", "from_torch", "rope_tables"]
 
@@ -192,31 +192,26 @@ class PydepthTwin(nn.Module):
                                                               np.ndarray, Optional[np.ndarray]]:
         """Checked ids, validity, positions, segment starts and targets (numpy, [B, T])."""
         cfg = self.config
+        V = cfg.vocabulary_size
         if isinstance(input_ids, Batch):
             ids, valid_u8, pos, starts = input_ids._core_layout(cfg)
             shape = input_ids.shape
             valid = valid_u8.astype(bool).reshape(shape)
+            _check_ids(input_ids.tokens, ids, V, valid_u8)
             if targets is None:
-                tg = input_ids._targets_for(cfg)
+                shown, tg = input_ids.targets, input_ids._core_targets()
             else:
-                tg = _targets_array(_numpy(targets), shape, valid, cfg.vocabulary_size)
+                shown, tg = _targets_array(_numpy(targets), shape)
+            _check_ids(shown, tg, V, valid_u8, targets=True)
             return (ids, valid, pos.astype(np.int64).reshape(shape),
-                    starts.astype(np.int64).reshape(shape), tg)
-        ids = _tokens_array(_numpy(input_ids), cfg)
+                    starts.astype(np.int64).reshape(shape), np.where(valid, tg, 0))
+        shown, ids = _tokens_array(_numpy(input_ids), cfg)
+        _check_ids(shown, ids, V)
         B, T = ids.shape
-        bad = np.argwhere((ids < 0) | (ids >= cfg.vocabulary_size))
-        if bad.size:
-            b, t = (int(i) for i in bad[0])
-            raise TokenError(f"token id {int(ids[b, t])} at position [{b}, {t}] is outside "
-                             f"[0, {cfg.vocabulary_size})")
         tg = None
         if targets is not None:
-            tg = _targets_array(_numpy(targets), (B, T), None, cfg.vocabulary_size)
-            bad = np.argwhere((tg < 0) | (tg >= cfg.vocabulary_size))
-            if bad.size:
-                b, t = (int(i) for i in bad[0])
-                raise TokenError(f"target id {int(tg[b, t])} at position [{b}, {t}] is outside "
-                                 f"[0, {cfg.vocabulary_size})")
+            shown, tg = _targets_array(_numpy(targets), (B, T))
+            _check_ids(shown, tg, V, targets=True)
         positions = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T))
         return ids, np.ones((B, T), dtype=bool), positions, np.zeros((B, T), dtype=np.int64), tg
 
