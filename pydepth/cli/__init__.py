@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "verify",
     "sweep",
     "depth-check",
+    "audit",
 )
 
 
