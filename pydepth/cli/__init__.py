@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "verify",
     "sweep",
     "depth-check",
+    "audit",
 )
 
 

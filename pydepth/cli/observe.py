@@ -17,12 +17,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        "describes from SEED, run one forward and backward pass on the given tokens, "
                        "and report residual activation and adjoint RMS ratios at every site.")
     p.add_argument("--config", required=True, metavar="CONFIG.json",
-                   help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}})")
+                   help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}}), or a "
+                   "Hugging Face config.json or local model directory (observed through pydepth.torch)")
     p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed of the base initializer")
     p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
                    help="comma-separated input ids, row-major")
-    p.add_argument("--targets", required=True, type=_args.ints, metavar="IDS",
-                   help="comma-separated target ids, row-major")
+    p.add_argument("--targets", type=_args.ints, metavar="IDS",
+                   help="comma-separated target ids, row-major (required for pydepth configs; for "
+                   "Hugging Face models their labels, shifted inside the model, default the inputs)")
     p.add_argument("--valid", type=_args.bits, metavar="FLAGS",
                    help="comma-separated 0/1 validity flags, row-major; 0 marks padding (one segment per row)")
     p.add_argument("--batch", type=_args.positive, default=1, help="number of rows (default 1)")
@@ -50,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
     from .._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
+    from . import _models, _observe_torch
+    if _models.is_hf_source(args.config):
+        return _observe_torch.run(args)
+    if args.targets is None:
+        raise ValueError("--targets is required for a pydepth config")
     if args.plot and _args.plot_missing():
         return 2
     cfg = _args.load_config(args.config)

@@ -1,0 +1,50 @@
+"""A Hugging Face Llama built from a config (nothing is downloaded): audit its initialization,
+observe residual health at every site, apply this project's depth scaling, audit again.
+
+    python examples/hf_llama_health.py
+"""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+import pydepth  # noqa: E402
+import pydepth.torch as pt  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+torch.manual_seed(0)
+config = transformers.LlamaConfig(num_hidden_layers=8, hidden_size=64, intermediate_size=128,
+                                  num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                                  max_position_embeddings=64)
+model = transformers.LlamaForCausalLM(config)  # random init, initializer_range 0.02, no depth scaling
+
+layout = pt.find_layout(model)
+print(f"recognized {layout.architecture}: {layout.depth} layers, residual outputs "
+      f"{layout.projection_names[0]}, {layout.projection_names[1]}, ...")
+
+audit = pt.audit_initialization(model, scheme="1/sqrt(L)")
+print(f"before: {len(audit.findings)} of {len(audit.rows)} matrices not as 1/sqrt(L) predicts "
+      f"({', '.join(sorted({r.verdict for r in audit.findings}))})")
+
+input_ids = torch.randint(0, config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(1))
+attention_mask = torch.ones_like(input_ids)
+attention_mask[1, 12:] = 0  # right padding: excluded from every RMS
+before = pt.observe_residual_health(model, input_ids, attention_mask=attention_mask)
+print(before.to_table(title="Llama, default init"))
+
+record = pt.apply_depth_scaling(model, scheme="1/sqrt(L)")
+print(f"scaled {len(record.tensors)} tensors by {record.tensors[0].factor:.6f}")
+fixed = pt.audit_initialization(model).ok
+print("after:", "all matrices as the scheme predicts" if fixed else "findings remain")
+assert {r.verdict for r in audit.findings} == {"unscaled"} and fixed
+after = pt.observe_residual_health(model, input_ids, attention_mask=attention_mask)
+lo, hi = after.activation_ratio_range
+print(f"activation ratio range {before.activation_ratio_range[1]:.3f} -> {hi:.3f} (max), "
+      f"adjoint ratio range {after.adjoint_ratio_range[0]:.3f}..{after.adjoint_ratio_range[1]:.3f}")
+
+try:
+    pt.apply_depth_scaling(model)
+except pydepth.AlreadyScaledError as err:
+    print("second application refused:", str(err).split(";")[0])

@@ -1,0 +1,326 @@
+"""Residual health of a torch decoder, observed with hooks, reported as pydepth's own
+:class:`pydepth.DepthHealthReport`.
+
+Sites are the residual stream's states: the first layer's input (site 0), the input of each
+layer's mid-residual norm (after the attention addition) and each layer's output (after the
+feed-forward addition) — 2L+1 sites, or L+1 for a parallel residual (GPT-NeoX's default),
+whose labels say so. One forward with forward hooks captures them; ``torch.autograd.grad`` of
+the mean loss with respect to exactly these tensors gives their total adjoints, so parameter
+``.grad`` is never touched. The RMS arithmetic, ratios and band classes are pydepth's own
+(:func:`pydepth.health.health_report_from_sites`).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..batch import Batch
+from ..errors import (EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
+                      UnsupportedModuleError)
+from ..health import BranchHealthRow, DepthHealthReport, health_report_from_sites, valid_feature_rms
+from .architectures import ArchitectureSpec, DecoderLayout, find_layout
+
+__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode"]
+
+
+def _compiled(module: nn.Module) -> Optional[str]:
+    if hasattr(module, "_orig_mod"):
+        return type(module).__name__
+    for name, sub in module.named_modules():
+        if getattr(sub, "_compiled_call_impl", None) is not None:
+            return name or type(module).__name__
+    return None
+
+
+@contextlib.contextmanager
+def probe_mode(module: nn.Module) -> Iterator[None]:
+    """Eval mode (no dropout) with gradient checkpointing off and gradients enabled, for one
+    probe; every submodule's ``training`` and ``gradient_checkpointing`` flag is restored."""
+    training = [(m, m.training) for m in module.modules()]
+    checkpointing = [m for m in module.modules() if getattr(m, "gradient_checkpointing", False) is True]
+    try:
+        module.eval()
+        for m in checkpointing:
+            m.gradient_checkpointing = False
+        with torch.enable_grad():
+            yield
+    finally:
+        for m in checkpointing:
+            m.gradient_checkpointing = True
+        for m, flag in training:
+            m.training = flag
+
+
+def _first_tensor(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Optional[torch.Tensor], str]:
+    if args and isinstance(args[0], torch.Tensor):
+        return args[0], "arg"
+    if isinstance(kwargs.get("hidden_states"), torch.Tensor):
+        return kwargs["hidden_states"], "hidden_states"
+    for key, value in kwargs.items():
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value, key
+    return None, ""
+
+
+class _Capture:
+    """Forward hooks that record each residual site once, and branch outputs for their RMS."""
+
+    def __init__(self, layout: DecoderLayout) -> None:
+        self.layout = layout
+        self.sites: Dict[int, torch.Tensor] = {}
+        self.branches: Dict[Tuple[int, int], torch.Tensor] = {}
+        self.handles: List[Any] = []
+        self.duplicate: Optional[int] = None
+
+    def _put(self, site: int, tensor: Any) -> None:
+        if site in self.sites:
+            self.duplicate = site
+        if isinstance(tensor, torch.Tensor):
+            self.sites[site] = tensor
+
+    def install(self) -> None:
+        lay = self.layout
+        step = 1 if lay.parallel_residual else 2
+
+        def input_hook(mod: nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+            h, where = _first_tensor(args, kwargs)
+            if h is None or h.requires_grad:
+                self._put(0, h)
+                return None
+            leaf = h.detach().requires_grad_(True)  # frozen embeddings: the site becomes a leaf
+            self._put(0, leaf)
+            if where == "arg":
+                return (leaf,) + tuple(args[1:]), kwargs
+            return args, {**kwargs, where: leaf}
+
+        first = lay.layers[0] if lay.layers else lay.final_norm
+        self.handles.append(first.register_forward_pre_hook(input_hook, with_kwargs=True))
+        for b, layer in enumerate(lay.layers):
+            mid = lay.mid_norms[b]
+            if mid is not None:
+                self.handles.append(mid.register_forward_pre_hook(
+                    lambda m, a, k, s=2 * b + 1: self._put(s, _first_tensor(a, k)[0]), with_kwargs=True))
+            self.handles.append(layer.register_forward_hook(
+                lambda m, a, out, s=step * b + step: self._put(s, out[0] if isinstance(out, (tuple, list)) else out)))
+            for kind, proj in ((0, lay.attention_outputs[b]), (1, lay.feed_forward_outputs[b])):
+                self.handles.append(proj.register_forward_hook(
+                    lambda m, a, out, key=(b, kind): self.branches.__setitem__(key, out.detach())))
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+def _numpy64(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to(torch.float64).cpu().numpy()
+
+
+def _gain(norm: Optional[nn.Module]) -> Tuple[float, ...]:
+    if norm is None:
+        return ()
+    g = getattr(norm, "gain", None)
+    if not isinstance(g, torch.Tensor):
+        g = getattr(norm, "weight", None)
+    return tuple(float(v) for v in _numpy64(g).reshape(-1)) if isinstance(g, torch.Tensor) else ()
+
+
+def _vocabulary(module: nn.Module) -> Optional[int]:
+    cfg = getattr(module, "config", None)
+    v = getattr(cfg, "vocab_size", None) or getattr(cfg, "vocabulary_size", None)
+    if isinstance(v, int):
+        return v
+    for m in module.modules():
+        if isinstance(m, nn.Embedding):
+            return m.num_embeddings
+    return None
+
+
+def _ids(name: str, values: Any, vocab: Optional[int], *, ignore: Optional[int] = None) -> torch.Tensor:
+    arr = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise TokenError(f"{name} must be integer ids, got dtype {arr.dtype}")
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise TokenError(f"{name} must have rank 2 [batch, tokens] and no empty axis, got shape {arr.shape}")
+    bad = arr < 0 if vocab is None else (arr < 0) | (arr >= vocab)
+    if ignore is not None:
+        bad &= arr != ignore
+    if bad.any():
+        b, t = (int(i) for i in np.argwhere(bad)[0])
+        span = "non-negative" if vocab is None else f"in [0, {vocab})"
+        raise TokenError(f"{name} {int(arr[b, t])} at position [{b}, {t}] is not {span}"
+                         + (f" (or {ignore} to ignore)" if ignore is not None else ""))
+    return torch.from_numpy(np.array(arr, dtype=np.int64))
+
+
+def _accepts(module: nn.Module, name: str) -> bool:
+    try:
+        return name in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _call(module: nn.Module, layout: DecoderLayout, input_ids: Any, labels: Any,
+          attention_mask: Any) -> Tuple[Any, np.ndarray]:
+    """Runs the module's own loss; returns (output, validity mask [B, T])."""
+    if layout.architecture == "pydepth-twin":
+        if attention_mask is not None:
+            raise TokenError("pydepth's twin takes padding through a pydepth.Batch, not attention_mask")
+        if isinstance(input_ids, Batch):
+            return module(input_ids, labels), np.array(input_ids.valid)
+        if labels is None:
+            raise TokenError("targets (labels) are required for a plain token array; pydepth's twin "
+                             "takes targets aligned with the inputs, as in fwd.loss(targets)")
+        out = module(input_ids, labels)
+        return out, np.ones(tuple(np.shape(out.logits)[:2]), dtype=bool)
+    vocab = _vocabulary(module)
+    ids = _ids("token id", input_ids, vocab)
+    if attention_mask is None:
+        valid = torch.ones(ids.shape, dtype=torch.bool)
+    else:
+        am = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(np.asarray(attention_mask))
+        if tuple(am.shape) != tuple(ids.shape) or not bool(((am == 0) | (am == 1)).all()):
+            raise TokenError(f"attention_mask must be 0/1 of shape {tuple(ids.shape)}, got shape {tuple(am.shape)}")
+        valid = am.to(torch.bool).cpu()
+        if not bool(valid.any()):
+            raise EmptyValidityError(f"the attention mask {tuple(valid.shape)} selects no position")
+    if labels is None:
+        lab = ids.masked_fill(~valid, -100)
+    else:
+        lab = _ids("label", labels, vocab, ignore=-100)
+        if lab.shape != ids.shape:
+            raise TokenError(f"labels have shape {tuple(lab.shape)}; input ids have {tuple(ids.shape)}")
+    if not bool((lab != -100).any()):
+        raise TokenError("every label is -100 (ignored): the mean loss has no target")
+    hf = _accepts(module, "labels")
+    targeted = lab != -100
+    if hf:  # Hugging Face shifts labels inside: position t predicts labels[t + 1]
+        targeted = torch.cat((targeted[:, 1:], torch.zeros_like(targeted[:, :1])), dim=1)
+    valid = valid & targeted
+    if not bool(valid.any()):
+        raise EmptyValidityError(f"no unmasked position of the {tuple(valid.shape)} batch predicts a label")
+    device = next((p.device for p in module.parameters()), torch.device("cpu"))
+    if hf:
+        kwargs: Dict[str, Any] = {"input_ids": ids.to(device), "labels": lab.to(device)}
+        if attention_mask is not None:
+            kwargs["attention_mask"] = valid.to(device).long()
+        if _accepts(module, "use_cache"):
+            kwargs["use_cache"] = False
+        return module(**kwargs), valid.numpy()
+    if attention_mask is not None:
+        raise TokenError(f"{type(module).__name__} takes no attention_mask; observe unpadded rows")
+    try:
+        inspect.signature(module.forward).bind(ids, lab)
+    except TypeError:
+        raise UnsupportedModuleError(
+            f"{type(module).__name__}.forward does not take (input_ids, labels); observation needs the "
+            "module's own mean loss") from None
+    except ValueError:
+        pass  # no signature to check (a builtin): let the call decide
+    return module(ids.to(device), lab.to(device)), valid.numpy()
+
+
+def _loss(out: Any, module: nn.Module) -> torch.Tensor:
+    loss = getattr(out, "loss", None)
+    if loss is None and isinstance(out, (tuple, list)) and out and isinstance(out[-1], torch.Tensor):
+        loss = out[-1]
+    if loss is None and isinstance(out, torch.Tensor):
+        loss = out
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise UnsupportedModuleError(
+            f"{type(module).__name__} returned no scalar loss ({type(out).__name__}); observation needs "
+            "a module whose forward(input_ids, labels) returns the mean loss (.loss, last tuple item or a scalar)")
+    if not bool(torch.isfinite(loss.detach()).all()):
+        raise NonFiniteValueError(f"the mean loss is {float(loss.detach())!r}")
+    return loss.reshape(())
+
+
+@dataclass(frozen=True)
+class SiteProbe:
+    """One probe's raw material: the layout, each site's activation and total adjoint
+    (detached tensors, site order), the observed positions and the branch outputs."""
+
+    layout: DecoderLayout
+    sites: Tuple[torch.Tensor, ...]
+    adjoints: Tuple[torch.Tensor, ...]
+    valid: np.ndarray
+    branches: Dict[Tuple[int, int], torch.Tensor]
+
+
+def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attention_mask: Any = None,
+                architecture: Union[None, str, ArchitectureSpec] = None) -> SiteProbe:
+    """Runs one hooked forward of ``module``'s own loss and differentiates it with respect to the
+    residual sites only (see :func:`observe_residual_health` for the arguments and refusals)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    compiled = _compiled(module)
+    if compiled is not None:
+        raise UnsupportedModuleError(
+            f"{compiled} is compiled with torch.compile; hooks on a compiled graph do not see the "
+            "residual stream — observe the original module (compiled._orig_mod)")
+    layout = find_layout(module, architecture)
+    capture = _Capture(layout)
+    with probe_mode(module):
+        capture.install()
+        try:
+            out, valid = _call(module, layout, input_ids, labels, attention_mask)
+        finally:
+            capture.remove()
+        loss = _loss(out, module)
+        expected = layout.depth + 1 if layout.parallel_residual else 2 * layout.depth + 1
+        if capture.duplicate is not None or sorted(capture.sites) != list(range(expected)):
+            raise UnsupportedModuleError(
+                f"captured residual sites {sorted(capture.sites)} (site {capture.duplicate} twice) in one "
+                f"forward of {type(module).__name__}; expected 0..{expected - 1}")
+        sites = [capture.sites[i] for i in range(expected)]
+        for i, s in enumerate(sites):
+            if not s.requires_grad:
+                raise MissingAdjointError(f"site {i} does not depend on a tensor that requires grad")
+        grads = torch.autograd.grad(loss, sites, allow_unused=True)
+    for i, g in enumerate(grads):
+        if g is None:
+            raise MissingAdjointError(f"site {i} has no completed adjoint: the loss does not depend on it")
+    return SiteProbe(layout, tuple(s.detach() for s in sites), tuple(grads), valid, capture.branches)
+
+
+def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = None, *,
+                            attention_mask: Any = None,
+                            architecture: Union[None, str, ArchitectureSpec] = None,
+                            band: Any = None) -> DepthHealthReport:
+    """Activation RMS and completed mean-loss adjoint RMS at every residual site of ``module``.
+
+    ``labels`` follow the model's own convention: for pydepth's twin the targets aligned with the
+    inputs (or a :class:`pydepth.Batch` as ``input_ids``); for Hugging Face causal LMs their
+    ``labels`` (default: the inputs, padding ignored), shifted inside the model; for other modules
+    ``forward(input_ids, labels)`` must return the mean loss. Only positions that predict a
+    label (not -100) and are not masked out by ``attention_mask`` enter any RMS (for Hugging
+    Face models the last position predicts nothing); ``band`` is the inclusive ratio band (default the
+    chapter's). The probe runs in eval mode (no dropout) with gradient checkpointing off,
+    restores both, and leaves parameter ``.grad`` untouched. A ``torch.compile``d module is
+    refused with :class:`pydepth.UnsupportedModuleError`; a model without a recognized layout
+    with :class:`pydepth.ArchitectureError`."""
+    probe = probe_sites(module, input_ids, labels, attention_mask=attention_mask, architecture=architecture)
+    layout, valid = probe.layout, probe.valid
+    if layout.parallel_residual:
+        site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.output (parallel residual)"
+                                                        for b in range(layout.depth)]
+    else:
+        site_labels = None
+    branches = tuple(
+        BranchHealthRow(block=b,
+                        attention_output_rms=valid_feature_rms(_numpy64(probe.branches[(b, 0)]), valid,
+                                                               what=f"block {b} attention output"),
+                        feed_forward_output_rms=valid_feature_rms(_numpy64(probe.branches[(b, 1)]), valid,
+                                                                  what=f"block {b} feed-forward output"),
+                        attention_norm_gain=_gain(layout.attention_norms[b]),
+                        feed_forward_norm_gain=_gain(layout.feed_forward_norms[b]))
+        for b in range(layout.depth))
+    return health_report_from_sites([_numpy64(s) for s in probe.sites], [_numpy64(g) for g in probe.adjoints],
+                                    valid, band=band, labels=site_labels, branches=branches,
+                                    final_norm_gain=_gain(layout.final_norm))
