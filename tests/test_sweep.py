@@ -46,7 +46,7 @@ from pydepth.sweep.cell import COLUMNS, draw_batch, run_cells  # noqa: E402
 from pydepth.sweep.run import plan_batches  # noqa: E402
 from pydepth.sweep.store import part_files  # noqa: E402
 
-SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], tokens=4)
+SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], sequence_length=4)
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
 TIMEOUT = 60
 
@@ -146,7 +146,7 @@ def test_int_lists_read_ranges_and_commas():
 @pytest.mark.parametrize("change, named", [
     (dict(depths=[0]), "depths"), (dict(widths=[5]), "head width 5"), (dict(seeds=[-1]), "seeds"),
     (dict(policies=["scaled", "other"]), "'other'"), (dict(steps=[1, 1]), "repeats 1"),
-    (dict(tokens=0), "tokens"), (dict(lr=float("nan")), "lr"), (dict(betas=(0.9, 1.0)), "betas"),
+    (dict(sequence_length=0), "sequence_length"), (dict(lr=float("nan")), "lr"), (dict(betas=(0.9, 1.0)), "betas"),
     (dict(depths=[]), "depths"), (dict(weight_decay=-1.0), "weight_decay"),
 ])
 def test_bad_spec_values_are_refused_naming_them(change, named):
@@ -187,7 +187,7 @@ def test_batches_carry_every_cell_once_and_at_least_the_minimum_work():
 
 def test_a_cell_gives_one_row_per_site_with_the_observers_values():
     import pydepth
-    spec = SweepSpec(depths=[2], widths=[16], seeds=[7], policies=["scaled"], tokens=8)
+    spec = SweepSpec(depths=[2], widths=[16], seeds=[7], policies=["scaled"], sequence_length=8)
     out = run_cells(spec.to_dict(), [(2, 16, 7, "scaled")])
     assert out["site"] == list(range(5)) and set(out["step"]) == {0}
     # independent path: the README's recipe on the same seed and batch
@@ -207,7 +207,7 @@ def test_a_cell_gives_one_row_per_site_with_the_observers_values():
 
 
 def test_unscaled_control_is_the_same_base_draw():
-    spec = SweepSpec(depths=[1, 4], widths=[16], seeds=[3], tokens=4)
+    spec = SweepSpec(depths=[1, 4], widths=[16], seeds=[3], sequence_length=4)
     one = run_cells(spec.to_dict(), [(1, 16, 3, "scaled"), (1, 16, 3, "unscaled")])
     half = len(one["row_id"]) // 2
     # at one block the factor is 1: both policies are the very same model
@@ -305,7 +305,7 @@ def test_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
             proc.kill()
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
     written = len(part_files(killed))
-    spec = SweepSpec(depths=[8, 16], widths=[64], seeds=range(10), tokens=32)
+    spec = SweepSpec(depths=[8, 16], widths=[64], seeds=range(10), sequence_length=32)
     total_batches = len(plan_batches(spec, spec.cells(), workers=1))
     assert 1 <= written < total_batches, "the kill should land between the first and the last batch"
     stored = read_table(killed).num_rows
@@ -330,7 +330,7 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     out = tmp_path / "r"
-    run(SweepSpec(depths=[2], widths=[4], seeds=[0], policies=["scaled"], tokens=4), out=out,
+    run(SweepSpec(depths=[2], widths=[4], seeds=[0], policies=["scaled"], sequence_length=4), out=out,
         scheduler="serial", progress=False)
     [part] = part_files(out)
     table = pq.read_table(part)
@@ -371,14 +371,38 @@ def test_depth_check_writes_figures_summary_and_data(tmp_path):
     assert read_table(out).num_rows == sum(2 * d + 1 for d in (1, 2, 4, 8)) * 2 * 3 * 2
 
 
+def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_small):
+    from pydepth.plot_style import pyplot, texts_outside_figure
+    from pydepth.sweep.plots import depth_check_figure, site_heatmap_figure
+    from pydepth.sweep.summary import cell_steps
+    table = read_table(serial_small)
+    steps = cell_steps(table)
+    tight = (0.01, 1.5)  # every deep unscaled seed is outside: its crosses must be drawn
+    fig = depth_check_figure(steps, 16, tight)
+    assert texts_outside_figure(fig) == []
+    from matplotlib.colors import to_rgba
+
+    from pydepth.plot_style import OUT_OF_BAND_COLOR
+    red = to_rgba(OUT_OF_BAND_COLOR)
+    marked = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
+                 if len(c.get_facecolor()) and tuple(c.get_facecolor()[0]) == red)
+    outside = sum(int(not 0.01 <= v <= 1.5) for cs in steps if cs.width == 16
+                  for v in (cs.activation_max, cs.adjoint_max))
+    assert marked == outside > 0
+    pyplot().close(fig)
+    heat = site_heatmap_figure(table, 4, 16, tight)
+    assert texts_outside_figure(heat) == []
+    pyplot().close(heat)
+
+
 def test_band_exit_counts_seeds_at_the_first_depth_out():
     from pydepth.sweep.summary import CellStep, band_exits
-    def cs(depth, seed, ok):
+    def cs(depth, seed, ok):  # noqa: E306
         return CellStep(depth, 16, seed, "unscaled", 0, 150.0 if not ok else 5.0, 1.0, 1.0, 0.5,
                         5.0, ok, "")
     steps = [cs(8, 0, True), cs(8, 1, True), cs(32, 0, False), cs(32, 1, True), cs(64, 0, False),
              cs(64, 1, False)]
-    [e] = band_exits(steps)
+    [e] = band_exits(steps, (0.01, 100.0))
     assert (e.depth, e.seeds_out, e.seeds, e.deepest_seeds_out) == (32, 1, 2, 2)
     assert e.sentence().startswith("unscaled leaves the band at depth 32 in 1 of 2 seeds")
     assert "activation ratio above 100" in e.cause

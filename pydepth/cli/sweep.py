@@ -15,7 +15,8 @@ _GRID = (
     ("--seeds", "seeds", str, "initialization seeds, e.g. 0-4"),
     ("--policies", "policies", str, "scaled (pydepth's depth policy), unscaled (same-base control) or both"),
     ("--steps", "steps", str, "optimizer steps at which to observe, e.g. 0,1,5,10 (AdamW on a fixed batch)"),
-    ("--sequence-length", "tokens", _args.positive, "tokens per row of the fixed batch (also max positions)"),
+    ("--sequence-length", "sequence_length", _args.positive,
+     "positions per row of the fixed token batch (also the models' max positions)"),
     ("--batch-rows", "batch_rows", _args.positive, "rows of the fixed batch"),
     ("--vocabulary-size", "vocabulary_size", _args.positive, "vocabulary size"),
     ("--head-width", "head_width", _args.positive, "features per attention head (heads = width // head width)"),
@@ -23,6 +24,7 @@ _GRID = (
     ("--data-seed", "data_seed", _args.seed, "seed of the fixed token batch"),
     ("--lr", "lr", float, "AdamW learning rate"),
     ("--weight-decay", "weight_decay", float, "AdamW decoupled weight decay"),
+    ("--band", "band", _args.band, "inclusive band LOW,HIGH the ratios are classified in (default 0.01,100)"),
 )
 
 
@@ -75,14 +77,15 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="a sweep spec (SweepSpec.to_dict() JSON); options below override its fields")
     p.add_argument("--rerun", nargs=2, metavar=("DIR", "ROW_ID"), default=None,
                    help="recompute one stored row alone and compare it bit for bit (exit 0 only when identical)")
-    p.add_argument("--plot", metavar="DIR", help="also write the depth-check figures (PNG and SVG) into DIR "
+    p.add_argument("--plot", metavar="DIR", default=None,
+                   help="also write the depth-check figures (PNG and SVG) into DIR "
                    "(needs pip install 'pydepth[plot]')")
     add_grid_options(p, out_required=False)  # --rerun needs no --out: checked in run()
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth sweep``; returns the exit code."""
-    if missing_extra(plots=bool(args.plot)):
+    if missing_extra(plots=args.plot is not None):
         return 2
     from ..sweep import SweepSpec, rerun_row
     from ..sweep import run as run_sweep
@@ -107,12 +110,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.cells_run} cells computed, {result.cells_resumed} already stored, "
           f"{result.cells_total} in the grid; {result.engine}; "
           f"{result.cells_per_second:.1f} cells/s; results in {result.out}")
-    if args.plot:
+    if args.plot is not None:
         from ..sweep.plots import plot_sweep
         from ..sweep.store import read_table
         from ..sweep.summary import cell_steps
         table = read_table(args.out)
-        for path in plot_sweep(table, cell_steps(table), args.plot):
+        for path in plot_sweep(table, cell_steps(table), args.plot, spec.band):
             print(f"wrote {path}")
     sys.stdout.flush()
     return 0

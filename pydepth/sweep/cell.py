@@ -45,11 +45,11 @@ def optimizer_class() -> Any:
 
 
 def draw_batch(spec: SweepSpec) -> Tuple[np.ndarray, np.ndarray]:
-    """The fixed batch of every cell: ``batch_rows x (tokens + 1)`` ids drawn row-major as
-    ``next_u64() % vocabulary_size`` from ``SplitMix64(data_seed)``; inputs are the first
-    ``tokens`` ids of each row, targets the last ``tokens``."""
+    """The fixed batch of every cell: ``batch_rows x (sequence_length + 1)`` ids drawn row-major
+    as ``next_u64() % vocabulary_size`` from ``SplitMix64(data_seed)``; inputs are the first
+    ``sequence_length`` ids of each row, targets the last ``sequence_length``."""
     rng = SplitMix64(spec.data_seed)
-    n = spec.tokens + 1
+    n = spec.sequence_length + 1
     ids = np.array([rng.next_u64() % spec.vocabulary_size for _ in range(spec.batch_rows * n)],
                    dtype=np.int64).reshape(spec.batch_rows, n)
     return np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
@@ -98,7 +98,7 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
             fwd = model.forward(ids)
             loss = fwd.loss(targets)
             if t in listed:
-                report = observe_residual_health(model, fwd, loss)
+                report = observe_residual_health(model, fwd, loss, band=spec.band)
                 within = report.within_band
                 for r in report.sites:
                     rows.append((t, r.site, r.label, r.activation_ratio, r.adjoint_ratio, r.activation_rms,

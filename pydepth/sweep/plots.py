@@ -16,48 +16,24 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import health  # the band is read when used: it is the observer's
-from ..plot_style import pyplot as _pyplot
+from ..plot_style import OUT_OF_BAND_COLOR, mark_out_of_band, pyplot, ratio_axis, save_figure, shade_band
 from .summary import CellStep
 
-__all__ = ["plot_depth_check", "plot_site_heatmap", "plot_sweep"]
+__all__ = ["depth_check_figure", "site_heatmap_figure", "plot_depth_check", "plot_site_heatmap", "plot_sweep"]
 
 PathLike = Union[str, "pathlib.Path"]
 
-_STYLE = {"scaled": ("tab:blue", "o", "-"), "unscaled": ("tab:orange", "s", "--")}
+# the house's observed-model and control styles: pydepth's policy first, the unscaled control second
+_STYLE = {"scaled": ("tab:blue", "o", "-"), "unscaled": ("tab:gray", "s", "--")}
 _RATIOS = (("activation_max", "max over sites of $A_s/A_0$"),
            ("adjoint_max", "max over sites of $G_s/G_{2L}$"))
 
 
-def _save(plt: Any, fig: Any, out: pathlib.Path, stem: str) -> List[pathlib.Path]:
-    paths = []
-    for suffix in ("png", "svg"):
-        p = out / f"{stem}.{suffix}"
-        fig.savefig(p, dpi=110)
-        paths.append(p)
-    plt.close(fig)
-    return paths
-
-
-def _band(ax: Any) -> None:
-    low, high = health.HEALTH_BAND
-    ax.axhspan(low, high, color="tab:green", alpha=0.08, zorder=0)
-    for edge in (low, high):
-        ax.axhline(edge, color="tab:green", linewidth=0.8, linestyle=":", zorder=0)
-
-
-def _outside(v: float) -> bool:
-    low, high = health.HEALTH_BAND
-    return not (low <= v <= high)
-
-
-def plot_depth_check(steps: Sequence[CellStep], out_dir: PathLike, width: int) -> List[pathlib.Path]:
-    """The depth-check figure of one width; returns the PNG and SVG paths."""
-    plt = _pyplot()
+def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[float]) -> Any:
+    """The depth-check figure of one width (a matplotlib Figure, not yet saved)."""
+    plt = pyplot()
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rows = [cs for cs in steps if cs.width == width]
     step_list = sorted({cs.step for cs in rows})
     policies = [p for p in _STYLE if any(cs.policy == p for cs in rows)]
@@ -65,11 +41,11 @@ def plot_depth_check(steps: Sequence[CellStep], out_dir: PathLike, width: int) -
     seeds = len({cs.seed for cs in rows})
     fig, axes = plt.subplots(2, len(step_list), figsize=(max(8.0, 3.1 * len(step_list) + 1.2), 6.6),
                              squeeze=False, sharex=True, sharey="row", layout="constrained")
-    low, high = health.HEALTH_BAND
+    low, high = band
     for j, step in enumerate(step_list):
         for i, (key, label) in enumerate(_RATIOS):
             ax = axes[i][j]
-            _band(ax)
+            shade_band(ax, band)
             for policy in policies:
                 color, marker, line = _STYLE[policy]
                 med, lo, hi, xs = [], [], [], []
@@ -83,18 +59,20 @@ def plot_depth_check(steps: Sequence[CellStep], out_dir: PathLike, width: int) -
                     med.append(float(np.median(vals)))
                     lo.append(min(vals))
                     hi.append(max(vals))
-                    bad = [v for v in vals if _outside(v)]
-                    if bad:
-                        ax.scatter([d] * len(bad), bad, marker="x", color="tab:red", s=28, zorder=4,
-                                   linewidths=1.2)
                 if xs:
                     ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
                     ax.plot(xs, med, line, marker=marker, color=color, markersize=4, linewidth=1.4)
             ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
+            for policy in policies:  # every seed's out-of-band value, over the lines
+                pts = [(cs.depth, getattr(cs, key)) for cs in rows if cs.policy == policy and cs.step == step
+                       and not math.isnan(getattr(cs, key))]
+                if pts:
+                    mark_out_of_band(ax, [p[0] for p in pts], [p[1] for p in pts], band, label=None,
+                                     annotate=False)
+            row_values = [getattr(cs, key) for cs in rows if not math.isnan(getattr(cs, key))]
+            ratio_axis(ax, label if j == 0 else "", row_values, band)  # one range per row: panels compare
             ax.set_xticks(depths)
             ax.set_xticklabels([str(d) for d in depths])
-            ax.grid(True, which="major", alpha=0.3)
             if i == 0:
                 ax.set_title(f"step {step}")
             if i == 1:
@@ -103,12 +81,21 @@ def plot_depth_check(steps: Sequence[CellStep], out_dir: PathLike, width: int) -
                 ax.set_ylabel(label)
     handles = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
                       label=f"{p} (median; shaded: seed range)") for p in policies]
-    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low}, {high:g}]"),
-                Line2D([], [], color="tab:red", marker="x", linestyle="", label="a seed out of band")]
+    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]"),
+                Line2D([], [], color=OUT_OF_BAND_COLOR, marker="X", markeredgecolor="black", linestyle="",
+                       label="a seed outside the band")]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles) if len(step_list) > 2 else 2,
                fontsize="small")
     fig.suptitle(f"Depth check, width {width}: largest residual ratios against depth ({seeds} seeds)")
-    return _save(plt, fig, out, f"depth-check-w{width}")
+    return fig
+
+
+def plot_depth_check(steps: Sequence[CellStep], out_dir: PathLike, width: int,
+                     band: Sequence[float]) -> List[pathlib.Path]:
+    """Writes ``depth-check-w{width}.png`` and ``.svg`` into ``out_dir``; returns the paths."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return save_figure(depth_check_figure(steps, width, band), out / f"depth-check-w{width}", ("png", "svg"))
 
 
 def _site_table(rows: Sequence[Dict[str, Any]], policy: str, key: str, steps: Sequence[int],
@@ -123,19 +110,17 @@ def _site_table(rows: Sequence[Dict[str, Any]], policy: str, key: str, steps: Se
     return grid
 
 
-def plot_site_heatmap(table: Any, out_dir: PathLike, depth: int, width: int) -> List[pathlib.Path]:
-    """The per-site heat map of the ``depth``-block models of ``width``; returns the paths."""
-    plt = _pyplot()
+def site_heatmap_figure(table: Any, depth: int, width: int, band: Sequence[float]) -> Any:
+    """The per-site heat map of the ``depth``-block models of ``width`` (a Figure, not saved)."""
+    plt = pyplot()
     import pyarrow.compute as pc
-    out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     sel = table.filter(pc.and_(pc.equal(table.column("depth"), depth), pc.equal(table.column("width"), width)))
     rows = sel.select(["policy", "seed", "step", "site", "activation_ratio", "adjoint_ratio"]).to_pylist()
     steps = sorted({r["step"] for r in rows})
     policies = [p for p in _STYLE if any(r["policy"] == p for r in rows)]
     seeds = len({r["seed"] for r in rows})
     n_sites = 2 * depth + 1
-    low, high = health.HEALTH_BAND
+    low, high = band
     fig, axes = plt.subplots(len(policies), 2, figsize=(12, 1.2 + 1.5 * len(policies) * max(1, len(steps)) / 2.5),
                              squeeze=False, layout="constrained")
     image = None
@@ -145,7 +130,8 @@ def plot_site_heatmap(table: Any, out_dir: PathLike, depth: int, width: int) -> 
             grid = _site_table(rows, policy, key, steps, n_sites)
             with np.errstate(divide="ignore", invalid="ignore"):
                 logs = np.log10(grid)
-            image = ax.imshow(logs, aspect="auto", cmap="coolwarm", vmin=math.log10(low), vmax=math.log10(high),
+            image = ax.imshow(logs, aspect="auto", cmap="coolwarm", vmin=math.log10(max(low, 1e-300)),
+                              vmax=math.log10(max(high, 1e-300)),
                               interpolation="nearest", origin="upper",
                               extent=(-0.5, n_sites - 0.5, len(steps) - 0.5, -0.5))
             ys, xs = np.nonzero((grid < low) | (grid > high))
@@ -164,16 +150,26 @@ def plot_site_heatmap(table: Any, out_dir: PathLike, depth: int, width: int) -> 
         bar.set_label("log10 of the median ratio")
     fig.suptitle(f"Residual ratios per site, depth {depth}, width {width}: median over {seeds} seeds; "
                  f"x = outside the band [{low}, {high:g}]")
-    return _save(plt, fig, out, f"sites-d{depth}-w{width}")
+    return fig
 
 
-def plot_sweep(table: Any, steps: Sequence[CellStep], out_dir: PathLike) -> List[pathlib.Path]:
+def plot_site_heatmap(table: Any, out_dir: PathLike, depth: int, width: int,
+                      band: Sequence[float]) -> List[pathlib.Path]:
+    """Writes ``sites-d{depth}-w{width}.png`` and ``.svg`` into ``out_dir``; returns the paths."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return save_figure(site_heatmap_figure(table, depth, width, band), out / f"sites-d{depth}-w{width}",
+                       ("png", "svg"))
+
+
+def plot_sweep(table: Any, steps: Sequence[CellStep], out_dir: PathLike,
+               band: Sequence[float]) -> List[pathlib.Path]:
     """Every figure of a sweep: the depth check per width and the heat map of the deepest
-    model per width. Returns the written paths."""
+    model per width, against the sweep's ``band``. Returns the written paths."""
     paths: List[pathlib.Path] = []
     widths = sorted({cs.width for cs in steps})
     for w in widths:
-        paths += plot_depth_check(steps, out_dir, w)
+        paths += plot_depth_check(steps, out_dir, w, band)
         deepest = max(cs.depth for cs in steps if cs.width == w)
-        paths += plot_site_heatmap(table, out_dir, deepest, w)
+        paths += plot_site_heatmap(table, out_dir, deepest, w, band)
     return paths

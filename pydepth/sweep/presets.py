@@ -47,17 +47,17 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
     """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
     ``summary.txt`` and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` there."""
     if plots:
-        from ..plot_style import pyplot as _pyplot
-        _pyplot()  # a missing matplotlib is reported before any work
+        from ..plot_style import pyplot
+        pyplot()  # a missing matplotlib is reported before any work
     spec = spec if spec is not None else depth_check_spec()
     result = run(spec, out=out, scheduler=scheduler, resume=resume, workers=workers,
                  progress=progress, stream=stream)
     table = read_table(out)
     steps = cell_steps(table)
-    lines = summary_lines(steps)
+    lines = summary_lines(steps, spec.band)
     (pathlib.Path(out) / SUMMARY_FILE).write_text("\n".join(lines) + "\n")
     figures: List[pathlib.Path] = []
     if plots:
         from .plots import plot_sweep
-        figures = plot_sweep(table, steps, out)
-    return DepthCheckResult(result, band_exits(steps), lines, figures)
+        figures = plot_sweep(table, steps, out, spec.band)
+    return DepthCheckResult(result, band_exits(steps, spec.band), lines, figures)

@@ -62,7 +62,7 @@ def estimate_cell_seconds(spec: SweepSpec, cell: Cell) -> float:
     """A rough cost model of one cell on one core, used only to size batches: per pass a fixed
     cost per block (Python and observation) plus one proportional to parameters x tokens."""
     cfg = spec.config(cell.depth, cell.width)
-    per_pass = 3e-4 * cell.depth + 4e-10 * cfg.parameter_count * spec.tokens * spec.batch_rows
+    per_pass = 3e-4 * cell.depth + 4e-10 * cfg.parameter_count * spec.sequence_length * spec.batch_rows
     return 5e-4 + (spec.max_step + 1) * per_pass
 
 

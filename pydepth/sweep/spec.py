@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from ..config import DecoderConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidBandError
+from ..health import HEALTH_BAND, check_band
 from .errors import SweepSpecError
 
 __all__ = ["POLICIES", "SweepSpec", "Cell", "parse_int_list", "row_id", "parse_row_id"]
@@ -126,11 +127,11 @@ class SweepSpec:
 
     Model of a cell: ``layers=depth``, ``model_width=width``, ``heads=max(1, width //
     head_width)``, ``feed_forward_width=max(1, round(ff_ratio * width))``, vocabulary
-    ``vocabulary_size`` and ``max_positions=tokens``. The fixed batch (``batch_rows`` rows of
-    ``tokens`` inputs and next-token targets) is drawn once from ``SplitMix64(data_seed)`` as
+    ``vocabulary_size`` and ``max_positions=sequence_length``. The fixed batch (``batch_rows``
+    rows of ``sequence_length`` inputs and next-token targets) is drawn once from ``SplitMix64(data_seed)`` as
     ``next_u64() % vocabulary_size`` and is the same for every cell. Steps after 0 are AdamW
     updates (``lr``, ``betas``, ``eps``, ``weight_decay``) on that batch; residual health is
-    observed at every step listed in ``steps``.
+    observed at every step listed in ``steps`` and classified in the inclusive ``band``.
     """
 
     depths: Tuple[int, ...]
@@ -141,13 +142,14 @@ class SweepSpec:
     vocabulary_size: int = 266
     head_width: int = 8
     ff_ratio: float = 1.0
-    tokens: int = 16
+    sequence_length: int = 16
     batch_rows: int = 1
     data_seed: int = 0
     lr: float = 1e-3
     betas: Tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.01
+    band: Tuple[float, float] = HEALTH_BAND
     _configs: Dict[Tuple[int, int], DecoderConfig] = field(default_factory=dict, init=False,
                                                            repr=False, compare=False)
 
@@ -172,7 +174,7 @@ class SweepSpec:
         s(self, "vocabulary_size", _int("vocabulary_size", self.vocabulary_size, minimum=2, maximum=1 << 24))
         s(self, "head_width", _int("head_width", self.head_width, minimum=2, maximum=1 << 16))
         s(self, "ff_ratio", _real("ff_ratio", self.ff_ratio, low=0.0, high=64.0, open_low=True))
-        s(self, "tokens", _int("tokens", self.tokens, minimum=1, maximum=1 << 16))
+        s(self, "sequence_length", _int("sequence_length", self.sequence_length, minimum=1, maximum=1 << 16))
         s(self, "batch_rows", _int("batch_rows", self.batch_rows, minimum=1, maximum=1 << 12))
         s(self, "data_seed", _int("data_seed", self.data_seed, minimum=0, maximum=2**64 - 1))
         s(self, "lr", _real("lr", self.lr, low=0.0, high=1e3, open_low=True))
@@ -184,6 +186,10 @@ class SweepSpec:
             raise SweepSpecError(f"betas must each be below 1, got {self.betas!r}")
         s(self, "eps", _real("eps", self.eps, low=0.0, high=1.0, open_low=True))
         s(self, "weight_decay", _real("weight_decay", self.weight_decay, low=0.0, high=1e3))
+        try:
+            s(self, "band", tuple(check_band(self.band)))
+        except InvalidBandError as err:
+            raise SweepSpecError(str(err)) from None
         for d in self.depths:  # every configuration is checked now, before any work
             for w in self.widths:
                 self.config(d, w)
@@ -201,7 +207,7 @@ class SweepSpec:
             heads = max(1, width // self.head_width)
             ff = max(1, round(self.ff_ratio * width))
             try:
-                cfg = DecoderConfig(self.vocabulary_size, width, heads, ff, depth, self.tokens)
+                cfg = DecoderConfig(self.vocabulary_size, width, heads, ff, depth, self.sequence_length)
             except ConfigError as err:
                 raise SweepSpecError(f"width {width}, depth {depth}: {err}") from None
             self._configs[key] = cfg
@@ -217,9 +223,9 @@ class SweepSpec:
         return {"depths": list(self.depths), "widths": list(self.widths), "seeds": list(self.seeds),
                 "policies": list(self.policies), "steps": list(self.steps),
                 "vocabulary_size": self.vocabulary_size, "head_width": self.head_width,
-                "ff_ratio": self.ff_ratio, "tokens": self.tokens, "batch_rows": self.batch_rows,
+                "ff_ratio": self.ff_ratio, "sequence_length": self.sequence_length, "batch_rows": self.batch_rows,
                 "data_seed": self.data_seed, "lr": self.lr, "betas": list(self.betas),
-                "eps": self.eps, "weight_decay": self.weight_decay}
+                "eps": self.eps, "weight_decay": self.weight_decay, "band": list(self.band)}
 
     def to_json(self) -> str:
         """The spec as canonical JSON (sorted keys): equal specs give equal text."""

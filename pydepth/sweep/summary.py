@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import health  # the band is read when used: it is the observer's
 from ..health import format_table
 
 __all__ = ["CellStep", "cell_steps", "BandExit", "band_exits", "summary_lines"]
@@ -78,10 +77,10 @@ class BandExit:
                 f"{self.seeds}")
 
 
-def _cause(cs: CellStep) -> str:
+def _cause(cs: CellStep, band: Sequence[float]) -> str:
     if cs.error:
         return "error"
-    low, high = health.HEALTH_BAND
+    low, high = band
     for name, hi, lo in (("activation", cs.activation_max, cs.activation_min),
                          ("adjoint", cs.adjoint_max, cs.adjoint_min)):
         if hi > high:
@@ -91,9 +90,10 @@ def _cause(cs: CellStep) -> str:
     return ""
 
 
-def band_exits(steps: List[CellStep]) -> List[BandExit]:
-    """For each (width, policy, step): the smallest depth at which some seed leaves the band,
-    how many seeds do there, why, and how many seeds are out at the deepest depth."""
+def band_exits(steps: List[CellStep], band: Sequence[float]) -> List[BandExit]:
+    """For each (width, policy, step): the smallest depth at which some seed leaves ``band``
+    (the sweep's, as its rows were classified), how many seeds do there, why, and how many
+    seeds are out at the deepest depth."""
     by: Dict[Tuple[int, str, int], Dict[int, List[CellStep]]] = {}
     for cs in steps:
         by.setdefault((cs.width, cs.policy, cs.step), {}).setdefault(cs.depth, []).append(cs)
@@ -106,7 +106,7 @@ def band_exits(steps: List[CellStep]) -> List[BandExit]:
             bad = [cs for cs in depths[d] if not cs.within_band]
             if bad:
                 first, n_out = d, len(bad)
-                causes = sorted({_cause(cs) for cs in bad})
+                causes = sorted({_cause(cs, band) for cs in bad})
                 cause = " / ".join(causes)
                 break
         deep_out = sum(1 for cs in depths[deepest] if not cs.within_band)
@@ -118,10 +118,10 @@ def _fmt(x: float) -> str:
     return "error" if isinstance(x, float) and math.isnan(x) else f"{x:.4g}"
 
 
-def summary_lines(steps: List[CellStep]) -> List[str]:
+def summary_lines(steps: List[CellStep], band: Sequence[float]) -> List[str]:
     """The terminal summary: a table of first band exits and one sentence per policy and
-    width at step 0 and at the last step."""
-    exits = band_exits(steps)
+    width at the first and the last observed step."""
+    exits = band_exits(steps, band)
     deepest: Dict[Tuple[int, str, int], List[CellStep]] = {}
     for cs in steps:
         deepest.setdefault((cs.width, cs.policy, cs.step), []).append(cs)
@@ -136,7 +136,7 @@ def summary_lines(steps: List[CellStep]) -> List[str]:
                      str(e.depth) if e.depth else "-",
                      f"{e.seeds_out}/{e.seeds}" if e.depth else f"0/{e.seeds}",
                      e.cause or "-", f"{e.deepest_seeds_out}/{e.seeds}", _fmt(float(act)), _fmt(float(adj))))
-    low, high = health.HEALTH_BAND
+    low, high = band
     lines = [f"First depth out of the band [{low}, {high:g}] (any site, activation or adjoint ratio):"]
     lines += format_table(("width", "policy", "step", "first depth out", "seeds out there", "why",
                            "seeds out at deepest", "median max A_s/A_0 deepest",
