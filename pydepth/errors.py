@@ -146,4 +146,9 @@ class UnsupportedModuleError(TorchBridgeError, TypeError):
     """The module cannot be observed as given (compiled, wrong output, missing loss)."""
 
 
+class ElementaryInputError(PydepthError, TypeError, ValueError):
+    """An input to pydepth.elementary is not a real number array exactly representable in float64,
+    or the arguments' shapes do not broadcast."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]
