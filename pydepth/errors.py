@@ -183,4 +183,9 @@ class CheckpointVersionError(CheckpointError):
     """The checkpoint was written under a newer checkpoint format or numerics contract."""
 
 
+class ElementaryInputError(PydepthError, TypeError, ValueError):
+    """An input to pydepth.elementary is not a real number array exactly representable in float64,
+    or the arguments' shapes do not broadcast."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -10,8 +10,11 @@ Rules followed throughout:
   across independent outputs (``s = s + A[..., k] * B[..., k]`` in a Python loop over
   ``k``), never ``np.sum`` / ``@`` / ``np.dot`` / ``einsum``, which may reorder;
 * numpy's elementwise ``+ - * /`` on float64 are single IEEE roundings (no FMA);
-* transcendental functions are the C library's, called through Python's ``math``
-  module one element at a time (numpy's ufuncs may use their own SIMD kernels).
+* transcendental functions are the reference platform's (glibc >= 2.28, x86-64 with FMA), one
+  element at a time (numpy's ufuncs may use their own SIMD kernels): by default the C library's
+  through Python's ``math``, which equals them only on that platform; the tests install
+  pydepth.elementary (checked against that glibc by test_elementary.py) with
+  ``use_elementary`` so the comparison holds on every platform and glibc build.
 
 This module deliberately does not import pydepth.
 """
@@ -22,6 +25,43 @@ import struct
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
+
+# The elementary functions, swappable as a set (see the module docstring).
+_ELEMENTARY = {"exp": math.exp, "log": math.log, "log1p": math.log1p, "sin": math.sin,
+               "cos": math.cos, "pow": math.pow}
+
+
+def use_elementary(**functions: Any) -> None:
+    """Replace some of exp, log, log1p, sin, cos, pow (scalar float -> float callables)."""
+    unknown = set(functions) - set(_ELEMENTARY)
+    if unknown:
+        raise ValueError(f"unknown elementary functions {sorted(unknown)}")
+    _ELEMENTARY.update(functions)
+
+
+def _exp(x: float) -> float:
+    return _ELEMENTARY["exp"](x)
+
+
+def _log(x: float) -> float:
+    return _ELEMENTARY["log"](x)
+
+
+def _log1p(x: float) -> float:
+    return _ELEMENTARY["log1p"](x)
+
+
+def _sin(x: float) -> float:
+    return _ELEMENTARY["sin"](x)
+
+
+def _cos(x: float) -> float:
+    return _ELEMENTARY["cos"](x)
+
+
+def _pow(x: float, y: float) -> float:
+    return _ELEMENTARY["pow"](x, y)
+
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -48,7 +88,7 @@ def from_bits(hexes: Sequence[str], shape: Sequence[int] = None) -> np.ndarray:
 
 
 def elementwise(fn, a: Any) -> np.ndarray:
-    """Apply a scalar C-library function (from ``math``) to every element of ``a``."""
+    """Apply a scalar elementary function (see use_elementary) to every element of ``a``."""
     arr = np.asarray(a, dtype=np.float64)
     out = [fn(v) for v in arr.reshape(-1).tolist()]
     return np.array(out, dtype=np.float64).reshape(arr.shape)
@@ -209,9 +249,9 @@ def rmsnorm_forward(x: np.ndarray, g: np.ndarray, eps: float) -> Dict[str, np.nd
     s = x * x
     m = (sum_last(s) / float(width))[..., None]          # [B, T, 1]
     z = m + eps
-    lg = elementwise(math.log, z)
+    lg = elementwise(_log, z)
     y = lg * -0.5
-    r = elementwise(math.exp, y)
+    r = elementwise(_exp, y)
     n = x * r
     o = n * g
     return {"x": x, "m": m, "z": z, "r": r, "n": n, "o": o}
@@ -220,14 +260,14 @@ def rmsnorm_forward(x: np.ndarray, g: np.ndarray, eps: float) -> Dict[str, np.nd
 def rope_tables(d_head: int, positions: int, theta: float) -> Tuple[np.ndarray, np.ndarray]:
     """SIN, COS tables [P, D/2]: inv[j] = pow(theta, (-2.0*j)/D), angle = p * inv[j]."""
     half = d_head // 2
-    inv = [math.pow(theta, (-2.0 * float(j)) / float(d_head)) for j in range(half)]
+    inv = [_pow(theta, (-2.0 * float(j)) / float(d_head)) for j in range(half)]
     sin = np.zeros((positions, half))
     cos = np.zeros((positions, half))
     for p in range(positions):
         for j in range(half):
             angle = float(p) * inv[j]
-            sin[p, j] = canon_scalar(math.sin(angle))
-            cos[p, j] = canon_scalar(math.cos(angle))
+            sin[p, j] = canon_scalar(_sin(angle))
+            cos[p, j] = canon_scalar(_cos(angle))
     return sin, cos
 
 
@@ -266,7 +306,7 @@ def max_and_tail(row):
         if sh == 0.0 and not skipped:
             skipped = True
         else:
-            tail = tail + math.exp(sh)
+            tail = tail + _exp(sh)
     return mx, tail
 
 
@@ -280,7 +320,7 @@ def causal_softmax(x: np.ndarray) -> np.ndarray:
             mx, tail = max_and_tail(row)
             den = 1.0 + tail
             for j, v in enumerate(row):
-                out[g, i, j] = canon_scalar(math.exp(v - mx) / den)
+                out[g, i, j] = canon_scalar(_exp(v - mx) / den)
     return out
 
 
@@ -306,9 +346,9 @@ def silu_forward(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     sg = []
     for v in flat:
         if v >= 0.0:
-            sg.append(1.0 / (1.0 + math.exp(-v)))
+            sg.append(1.0 / (1.0 + _exp(-v)))
         else:
-            e = math.exp(v)
+            e = _exp(v)
             sg.append(e / (1.0 + e))
     sgs = np.array(sg, dtype=np.float64).reshape(x.shape)
     return x * sgs, sgs
@@ -330,13 +370,13 @@ def nll_mean(logits: np.ndarray, targets: np.ndarray) -> Tuple[float, np.ndarray
     for g in range(n):
         row = rows[g].tolist()
         mx, tail = max_and_tail(row)
-        lse = math.log1p(tail)
+        lse = _log1p(tail)
         xt = row[int(tgt[g])]
         gap = mx - xt
         loss_g = gap + lse
         den = 1.0 + tail
         for c, v in enumerate(row):
-            prob[g, c] = canon_scalar(math.exp(v - mx) / den)
+            prob[g, c] = canon_scalar(_exp(v - mx) / den)
         sg = gap / nf if math.isfinite(gap) else mx / nf - xt / nf
         sm = sm + (sg + lse / nf)
         if not use_sm:

@@ -4,13 +4,11 @@
 # (zig cc, mingw-w64 ABI) under wine, and macOS arm64 / x86-64 (zig cc: build and link only).
 #
 # Every run must build, and its kernel_paths test must pass. The public_fixtures test must be
-# bit-exact on the runs listed in BIT_EXACT_RUNS; on the others it still runs and prints its
-# result, but a difference does not fail the job yet: their elementary functions still come
-# from the platform libm (musl's and the Windows CRT's exp differ from glibc's) until pydepth's
-# own csrc/libm lands (issue #12). Then every run goes into this list.
+# bit-exact on the runs listed in BIT_EXACT_RUNS (every run that executes: the elementary
+# functions are pydepth's own, csrc/libm, so musl's and the Windows CRT's libm no longer matter).
 set -euo pipefail
 
-BIT_EXACT_RUNS="native aarch64"
+BIT_EXACT_RUNS="native aarch64 musl windows"
 ALL_RUNS="native aarch64 musl windows macos-arm64 macos-x86_64"
 RUNS="${PD_CROSS_RUNS:-$ALL_RUNS}" # a subset, for trying one run by hand
 

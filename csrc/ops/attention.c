@@ -11,6 +11,7 @@
 #include "canon.h"
 #include "../kernels/gemm.h"
 #include "../kernels/pool.h"
+#include "../libm/pd_libm.h"
 #include "../pd_buffer.h"
 #include "../pd_nodes.h"
 
@@ -66,14 +67,15 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
                     p[j] = sc;
                     if (sc > mx) mx = sc;
                 }
-                double tail = 0.0;
-                int skipped = 0;
+                size_t first_max = i + 1; /* first maximal entry: its exp is the literal 1, not in tail */
                 for (size_t j = s0; j <= i; j++) {
-                    const double ex = exp(p[j] - mx);
-                    if (p[j] - mx == 0.0 && !skipped) skipped = 1; /* first maximal entry is the literal 1 */
-                    else tail = tail + ex;
-                    p[j] = ex; /* the same exp(x - mx) the normalisation divides */
+                    p[j] = p[j] - mx;
+                    if (p[j] == 0.0 && first_max == i + 1) first_max = j;
                 }
+                pd_exp_array(i + 1 - s0, p + s0, p + s0); /* the same exp(x - mx) the normalisation divides */
+                double tail = 0.0;
+                for (size_t j = s0; j <= i; j++)
+                    if (j != first_max) tail = tail + p[j];
                 const double den = 1.0 + tail;
                 for (size_t j = s0; j <= i; j++) p[j] = pd_canon(p[j] / den);
                 memset(p, 0, s0 * sizeof(double));

@@ -5,6 +5,7 @@
 #include "canon.h"
 #include "../pd_nodes.h"
 #include "../kernels/pool.h"
+#include "../libm/pd_libm.h"
 
 typedef struct {
     size_t V;
@@ -40,15 +41,16 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
             c->bad[g] = 1;
             continue;
         }
-        double tail = 0.0;
-        int skipped = 0;
+        size_t first_max = V; /* the first zero shift: its exp, the literal 1, stays out of tail */
         for (size_t cl = 0; cl < V; cl++) {
-            const double sh = x[cl] - mx, ex = exp(sh);
-            if (sh == 0.0 && !skipped) skipped = 1;
-            else tail = tail + ex;
-            p[cl] = ex; /* the same exp(x - mx) the probability divides */
+            p[cl] = x[cl] - mx;
+            if (p[cl] == 0.0 && first_max == V) first_max = cl;
         }
-        const double lse = log1p(tail); /* log1p of the tail, not log(1 + tail) */
+        pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
+        double tail = 0.0;
+        for (size_t cl = 0; cl < V; cl++)
+            if (cl != first_max) tail = tail + p[cl];
+        const double lse = pd_log1p(tail); /* log1p of the tail, not log(1 + tail) */
         const double xt = x[c->tgt[g]];
         const double gap = mx - xt;
         c->per_target[g] = gap + lse;

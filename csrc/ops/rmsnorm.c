@@ -2,6 +2,7 @@
 #include <math.h>
 #include "rmsnorm.h"
 #include "../kernels/pool.h"
+#include "../libm/pd_libm.h"
 
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
 static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const double *g,
@@ -22,9 +23,9 @@ static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const
         double zz = ms + eps;
         if (!isfinite(ms)) return pd_fail(e, PD_ERR_NONFINITE, row, ms, block, node);
         if (zz == 0.0) return pd_fail(e, PD_ERR_ZERO_MEAN_SQUARE, row, ms, block, node);
-        double lg = log(zz);
+        double lg = pd_log(zz);
         double y = lg * -0.5;
-        double rr = exp(y);
+        double rr = pd_exp(y);
         if (!isfinite(lg) || !isfinite(rr)) return pd_fail(e, PD_ERR_NONFINITE, row, rr, block, node);
         m[row] = ms;
         z[row] = zz;

@@ -3,16 +3,17 @@
 #include "rope.h"
 #include "canon.h"
 #include "../kernels/pool.h"
+#include "../libm/pd_libm.h"
 
 pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double *cos_t, pd_error *e) {
     const size_t half = D / 2;
     for (size_t j = 0; j < half; j++) {
         double ex = (-2.0 * (double)j) / (double)D; /* multiply first, then divide */
-        double inv = pow(base, ex);
+        double inv = pd_pow(base, ex);
         if (!isfinite(inv)) return pd_fail(e, PD_ERR_ROPE, j, inv, -1, -1);
         for (size_t p = 0; p < P; p++) {
             double angle = (double)p * inv;
-            double s = sin(angle), c = cos(angle);
+            double s = pd_sin(angle), c = pd_cos(angle);
             if (!isfinite(angle) || !isfinite(s) || !isfinite(c))
                 return pd_fail(e, PD_ERR_ROPE, p * half + j, angle, -1, -1);
             sin_t[p * half + j] = pd_canon(s);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include "swiglu.h"
 #include "../kernels/pool.h"
+#include "../libm/pd_libm.h"
 
 #define EW_GRAIN 16384 /* elements per chunk: below this a wake-up costs more than the loop */
 
@@ -18,9 +19,9 @@ static void silu_task(void *vctx, size_t begin, size_t end) {
         const double v = c->x[i];
         double s;
         if (v >= 0.0) { /* -0.0 takes this branch too */
-            s = 1.0 / (1.0 + exp(-v));
+            s = 1.0 / (1.0 + pd_exp(-v));
         } else {
-            const double ev = exp(v);
+            const double ev = pd_exp(v);
             s = ev / (1.0 + ev);
         }
         c->sg[i] = s;

@@ -41,7 +41,14 @@ static unsigned leaf7_ebx(void) {
 
 int pd_cpu_has_avx2(void) { return os_saves(0x6) && ((leaf7_ebx() >> 5) & 1); }
 int pd_cpu_has_avx512f(void) { return os_saves(0xE6) && ((leaf7_ebx() >> 16) & 1); }
+
+int pd_cpu_has_fma(void) {
+    unsigned r[4];
+    cpuid(1, 0, r);
+    return os_saves(0x6) && ((r[2] >> 12) & 1);
+}
 #else
 int pd_cpu_has_avx2(void) { return 0; }
 int pd_cpu_has_avx512f(void) { return 0; }
+int pd_cpu_has_fma(void) { return 0; }
 #endif

@@ -5,5 +5,7 @@
 
 int pd_cpu_has_avx2(void);
 int pd_cpu_has_avx512f(void);
+/* FMA3 (vfmadd...): the elementary functions' fused multiply-adds in one instruction. */
+int pd_cpu_has_fma(void);
 
 #endif

@@ -1,0 +1,57 @@
+/* Bit access and the one fused operation the elementary functions use. Internal to csrc/libm. */
+#ifndef PD_LIBM_BITS_H
+#define PD_LIBM_BITS_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "../platform/pd_platform.h"
+#include "fma_dispatch.h"
+
+static inline uint64_t pd_bits(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline double pd_from_bits(uint64_t u) {
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* a*b + c rounded once: written out wherever the reference build fuses (IEEE-exact everywhere). */
+static inline double pd_fma(double a, double b, double c) { return fma(a, b, c); }
+
+/* Each function's body is built twice on x86-64 with GCC/clang: for CPUs with the FMA instructions
+ * (fma() becomes one instruction) and without (fma() is the C library's exact fma). The two give
+ * the same bits; the choice is made once per process. Elsewhere there is one build (aarch64
+ * compilers emit the fused instruction for fma() directly). */
+#if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
+#define PD_LIBM_INLINE static inline __attribute__((always_inline))
+static inline int pd_libm_fma_ok(void) {
+    const int s = pd_atomic_int_load(&pd_libm_fma_state);
+    return s >= 0 ? s : pd_libm_detect_fma();
+}
+/* The FMA builds are global and named pd_libm_fma_*: the only functions of the core allowed to
+ * hold FMA instructions (tests/test_kernels.py checks the disassembly by that name). */
+#define PD_LIBM_DEFINE1(name, body)                                                          \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x);                                    \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x) { return body(x); }                 \
+    static double name##_without_fma(double x) { return body(x); }                          \
+    double name(double x) { return pd_libm_fma_ok() ? pd_libm_fma_##name(x) : name##_without_fma(x); }
+#define PD_LIBM_DEFINE2(name, body)                                                          \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x, double y);                          \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x, double y) { return body(x, y); }    \
+    static double name##_without_fma(double x, double y) { return body(x, y); }              \
+    double name(double x, double y) {                                                        \
+        return pd_libm_fma_ok() ? pd_libm_fma_##name(x, y) : name##_without_fma(x, y);       \
+    }
+#else
+#define PD_LIBM_INLINE static inline
+#define PD_LIBM_DEFINE1(name, body) \
+    double name(double x) { return body(x); }
+#define PD_LIBM_DEFINE2(name, body) \
+    double name(double x, double y) { return body(x, y); }
+#endif
+
+#endif
