@@ -24,7 +24,6 @@ _GRID = (
     ("--data-seed", "data_seed", _args.seed, "seed of the fixed token batch"),
     ("--lr", "lr", float, "AdamW learning rate"),
     ("--weight-decay", "weight_decay", float, "AdamW decoupled weight decay"),
-    ("--band", "band", _args.band, "inclusive band LOW,HIGH the ratios are classified in (default 0.01,100)"),
 )
 
 
@@ -38,6 +37,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: Optional[Dict[str, An
             shown = ",".join(map(str, shown)) if isinstance(shown, (tuple, list)) else shown
             text = f"{text} (default {shown})"
         p.add_argument(flag, dest=field, type=kind, default=None, help=text)
+    _args.add_band(p)
     p.add_argument("--out", required=out_required, metavar="DIR",
                    help="result directory (Parquet parts, sweep.json); an existing sweep there is resumed")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -52,7 +52,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: Optional[Dict[str, An
 
 def grid_changes(args: argparse.Namespace) -> Dict[str, Any]:
     """The spec fields given on the command line (``None`` for the others)."""
-    return {field: getattr(args, field) for _, field, _, _ in _GRID}
+    return {"band": args.band, **{field: getattr(args, field) for _, field, _, _ in _GRID}}
 
 
 def missing_extra(plots: bool) -> bool:
