@@ -348,10 +348,10 @@ class DepthInitializedDecoder:
         except TypeError:
             raise RecordMismatchError(f"parameters must be a sequence of NamedParameter, got "
                                       f"{type(parameters).__name__}") from None
+        if len(params) != record.config.parameter_tensor_count:  # before the O(layers) layout
+            raise RecordMismatchError(f"record layout has {record.config.parameter_tensor_count} "
+                                      f"parameter tensors, got {len(params)}")
         layout = record.config.parameter_layout()
-        if len(params) != len(layout):
-            raise RecordMismatchError(
-                f"record layout has {len(layout)} parameter tensors, got {len(params)}")
         for i, (p, (name, shape)) in enumerate(zip(params, layout)):
             if not isinstance(p, NamedParameter):
                 raise RecordMismatchError(f"parameter {i} must be a NamedParameter, got {type(p).__name__}")

@@ -388,20 +388,14 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
     return mask
 
 
-def _site_adjoints(model: DecoderModel, loss: GraphValue, sites: Sequence[GraphValue],
-                   accumulate_gradients: bool) -> List[np.ndarray]:
-    """One reverse pass returning each site's completed adjoint; with ``accumulate_gradients``
-    false every parameter gradient is restored to its value before the pass."""
-    saved = None if accumulate_gradients else [np.array(p.grad) for p in model.parameters]
-    try:
-        adjoints = loss.backward_with_selected_adjoints(sites)
-    finally:
-        if saved is not None:
-            for p, g in zip(model.parameters, saved):
-                p._p.restore_grad(g.reshape(-1))
+def _site_adjoints(loss: GraphValue, sites: Sequence[GraphValue]) -> List[np.ndarray]:
+    """One reverse pass returning each site's completed adjoint; its parameter contributions
+    wait on the graph (loss._commit() or loss._discard()) until every check has passed."""
+    adjoints = loss._reverse(sites, commit=False)
     out = []
     for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
         if adjoint is None:
+            loss._discard()
             raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
         out.append(adjoint)
     return out
@@ -420,8 +414,9 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
     Gradients: the observer runs exactly one ordinary reverse pass of ``loss``. By default
     (the chapter's behaviour) that pass accumulates parameter gradients exactly as
     ``loss.backward()`` would, so do not call ``loss.backward()`` again for the same step.
-    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was (it costs
-    one copy of the gradients). It adds no graph operation, random draw or weight change. Every
+    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was. The pass's
+    contribution is committed only after every check (G_2L included) passed, so a refusal never
+    changes a gradient. It adds no graph operation, random draw or weight change. Every
     check that needs no adjoint runs before the reverse pass."""
     if not isinstance(accumulate_gradients, bool):
         raise TypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
@@ -433,17 +428,26 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
                    valid_feature_rms(blk.feed_forward_output.value, mask, what=blk.feed_forward_output.name))
                   for blk in fwd.blocks]
     _positive_normalizer(activations[0], _A0)
-    adjoints = _site_adjoints(model, loss, sites, accumulate_gradients)
-    gradients = []
-    for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
-        if tuple(adjoint.shape) != tuple(site.shape):
-            raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
-        gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
-    branches = tuple(
-        BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
-                        attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
-                        feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
-        for b, (att, ffn) in enumerate(branch_rms))
-    return health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
-                                  width=model.config.model_width, band=low_high,
-                                  branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
+    adjoints = _site_adjoints(loss, sites)
+    try:
+        gradients = []
+        for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
+            if tuple(adjoint.shape) != tuple(site.shape):
+                raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
+            gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
+        branches = tuple(
+            BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
+                            attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
+                            feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
+            for b, (att, ffn) in enumerate(branch_rms))
+        report = health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
+                                        width=model.config.model_width, band=low_high,
+                                        branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
+    except BaseException:
+        loss._discard()  # a refusal (G_2L = 0, ...) leaves every gradient as it was
+        raise
+    if accumulate_gradients:
+        loss._commit()
+    else:
+        loss._discard()
+    return report

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core, _nodes
 from ._core import SplitMix64
-from ._translate import raise_core
+from ._translate import NO_LOSS, raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
@@ -179,16 +179,15 @@ class GraphValue:
     def backward_with_selected_adjoints(self, selected: Sequence["GraphValue"]) -> List[Optional[np.ndarray]]:
         """One ordinary reverse pass that also returns the completed adjoints of the selected
         values (None for a value that is not in this loss's graph)."""
+        return self._reverse(selected, commit=True)
+
+    def _reverse(self, selected: Sequence["GraphValue"], *, commit: bool) -> List[Optional[np.ndarray]]:
+        """The reverse pass; with commit=False the parameter contributions wait on the graph
+        for _commit() (or are dropped by _discard()) so a caller can check adjoints first."""
         if self._kind != _nodes.LOSS:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
         rec._check_alive()
-        if not selected:
-            try:
-                rec._graph.backward([], [])
-            except _core.CoreError as err:
-                raise_core(err, param_names=[p.name for p in rec.model.parameters])
-            return []
         wanted, buffers, where = [], [], []
         results: List[Optional[np.ndarray]] = [None] * len(selected)
         for i, v in enumerate(selected):
@@ -203,13 +202,25 @@ class GraphValue:
                 buffers.append(buf)
                 where.append((i, shape))
         try:
-            found = rec._graph.backward(wanted, buffers)
+            found = rec._graph.backward(wanted, buffers, commit)
         except _core.CoreError as err:
             raise_core(err, param_names=[p.name for p in rec.model.parameters])
         for (i, shape), buf, ok in zip(where, buffers, found):
             if ok:
                 results[i] = buf.reshape(shape)
         return results
+
+    def _commit(self) -> None:
+        """Adds the waiting pass of _reverse(commit=False) to the parameter gradients."""
+        rec = self._record
+        try:
+            rec._graph.commit()
+        except _core.CoreError as err:
+            raise_core(err, param_names=[p.name for p in rec.model.parameters])
+
+    def _discard(self) -> None:
+        """Drops the waiting pass of _reverse(commit=False); the gradients stay as they are."""
+        self._record._graph.discard()
 
     def __repr__(self) -> str:
         return f"GraphValue({self.name}, shape={self.shape})"
@@ -361,6 +372,7 @@ class ForwardRecord:
     @property
     def mean_loss(self) -> GraphValue:
         """The attached mean loss; see loss()."""
+        self._check_alive()
         if not self._graph.has_loss:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
         return self._value(-1, _nodes.LOSS)
@@ -369,6 +381,7 @@ class ForwardRecord:
     def per_target_nll(self) -> np.ndarray:
         """Each valid position's NLL in nats [B, T] (+0.0 at invalid positions), as summed
         into the mean loss; requires an attached loss."""
+        self._check_alive()
         if not self._graph.has_loss:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
         return self._view(-1, _nodes.PER_TARGET_NLL).reshape(self.token_shape)
@@ -387,6 +400,8 @@ class ForwardRecord:
         try:
             self._graph.attach_loss(tg.reshape(-1))
         except _core.CoreError as err:
+            if err.code == NO_LOSS:  # another thread attached one meanwhile
+                raise AutodiffError("this forward record already carries a loss") from None
             raise_core(err, token_shape=self.token_shape, ids=shown,
                        vocabulary_size=self.model.config.vocabulary_size, masked=self._mask is not None)
         return self._value(-1, _nodes.LOSS)
@@ -459,6 +474,7 @@ class DecoderModel:
             raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not isinstance(rng, SplitMix64):
             raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+        _check_allocatable(config)
         layout = config.parameter_layout()
         try:
             raw = [_core._Param(shape) for _, shape in layout]
@@ -625,12 +641,29 @@ def _checked_state(config: DecoderConfig, state: Any, strict: bool) -> Tuple[Dic
     return out, missing, unexpected
 
 
+# Python objects per parameter tensor (two wrappers, a name, a layout entry), in float64 units
+_TENSOR_OVERHEAD = 64
+
+
+def _check_allocatable(config: DecoderConfig) -> None:
+    """Refuses in O(1), before anything proportional to the layer count is built, a model whose
+    values, gradients and RoPE tables cannot be allocated now."""
+    need = (2 * config.parameter_count + config.max_positions * config.head_width
+            + _TENSOR_OVERHEAD * config.parameter_tensor_count)
+    if need >= 2**61 or not _core.can_allocate(need):
+        raise AllocationError(
+            f"cannot allocate {config.parameter_count} parameters in {config.parameter_tensor_count} "
+            f"tensors ({config.layers} layers) with their gradients and RoPE tables for "
+            f"max_positions {config.max_positions}: {need * 8} bytes")
+
+
 def validate_parameter_layout(config: DecoderConfig, parameters: Sequence[NamedParameter]) -> None:
     """Checks count, names in order, shapes and finiteness against config's layout."""
-    layout = config.parameter_layout()
     params = list(parameters)
-    if len(params) != len(layout):
-        raise ParameterLayoutError(f"expected {len(layout)} parameter tensors (9*layers+2), got {len(params)}")
+    if len(params) != config.parameter_tensor_count:  # before building the O(layers) layout
+        raise ParameterLayoutError(f"expected {config.parameter_tensor_count} parameter tensors "
+                                   f"(9*layers+2), got {len(params)}")
+    layout = config.parameter_layout()
     seen = set()
     for i, (p, (name, shape)) in enumerate(zip(params, layout)):
         if not isinstance(p, NamedParameter):
