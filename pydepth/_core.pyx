@@ -50,17 +50,25 @@ STATUS_CODES = _status_table()
 NODE_KINDS = _node_kind_table()
 
 
+def _u64_state(name, value):
+    from .errors import GeneratorStateError
+    if isinstance(value, bool):
+        raise GeneratorStateError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise GeneratorStateError(f"{name} must be an integer, got {value!r}") from None
+    if not 0 <= value < 2 ** 64:
+        raise GeneratorStateError(f"{name} must be in [0, 2**64), got {value}")
+    return value
+
+
 cdef class SplitMix64:
     """SplitMix64 generator; the seed is the raw state before the first draw."""
     cdef pd_rng rng
 
     def __init__(self, seed):
-        if isinstance(seed, bool):
-            raise TypeError(f"seed must be an integer, got {seed!r}")
-        seed = operator.index(seed)
-        if not 0 <= seed < 2 ** 64:
-            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
-        self.rng.state = <uint64_t>seed
+        self.rng.state = <uint64_t>_u64_state("seed", seed)
 
     @classmethod
     def from_state(cls, state):
@@ -85,10 +93,7 @@ cdef class SplitMix64:
         return SplitMix64(int(self.rng.state))
 
     def _set_state(self, state):
-        state = operator.index(state)
-        if not 0 <= state < 2 ** 64:
-            raise ValueError(f"state must be in [0, 2**64), got {state}")
-        self.rng.state = <uint64_t>state
+        self.rng.state = <uint64_t>_u64_state("state", state)
 
     def __eq__(self, other):
         return isinstance(other, SplitMix64) and other.state == self.state

@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import (EmptyValidityError, InvalidBandError, InvalidGeometryError, InvalidNormalizerError,
-                     MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
+from .errors import (ArgumentTypeError, EmptyValidityError, InvalidBandError, InvalidGeometryError,
+                     InvalidNormalizerError, MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
 from .model import DecoderModel, ForwardRecord, GraphValue
 
 __all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
@@ -76,7 +76,7 @@ def classify_ratio(x: float, band: BandLike = None) -> RatioBand:
     (both endpoints included). Non-finite ratios raise :class:`NonFiniteValueError`; a bad
     band raises :class:`InvalidBandError`."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"ratio must be a real number, got {x!r}")
+        raise ArgumentTypeError(f"ratio must be a real number, got {x!r}")
     low, high = check_band(band)
     v = float(x)
     if not math.isfinite(v):
@@ -355,11 +355,11 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
 def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, valid: Optional[Any]) -> np.ndarray:
     """Every check of the caller's objects that needs no adjoint; returns the validity mask."""
     if not isinstance(model, DecoderModel):
-        raise TypeError(f"model must be a DecoderModel, got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a DecoderModel, got {type(model).__name__}")
     if not isinstance(fwd, ForwardRecord):
-        raise TypeError(f"fwd must be a ForwardRecord, got {type(fwd).__name__}")
+        raise ArgumentTypeError(f"fwd must be a ForwardRecord, got {type(fwd).__name__}")
     if not isinstance(loss, GraphValue):
-        raise TypeError(f"loss must be a GraphValue, got {type(loss).__name__}")
+        raise ArgumentTypeError(f"loss must be a GraphValue, got {type(loss).__name__}")
     cfg = model.config
     embedding_shape = fwd.embedding.shape
     if (fwd.model is not model or len(fwd.blocks) != cfg.layers
@@ -419,7 +419,7 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
     changes a gradient. It adds no graph operation, random draw or weight change. Every
     check that needs no adjoint runs before the reverse pass."""
     if not isinstance(accumulate_gradients, bool):
-        raise TypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
+        raise ArgumentTypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
     low_high = check_band(band)
     mask = _observed_mask(model, fwd, loss, valid)
     sites = list(fwd.residual_sites)
