@@ -237,7 +237,7 @@ class DepthInitializationRecord:
         unknown = sorted(set(d) - expected)
         if missing or unknown:
             raise RecordFormatError(f"record keys: missing {missing}, unknown {unknown}")
-        if d["format"] != "pydepth-depth-init-record-v1":
+        if not isinstance(d["format"], str) or d["format"] != "pydepth-depth-init-record-v1":
             raise RecordFormatError(f"unknown record format {d['format']!r}")
         if not isinstance(d["config"], Mapping):
             raise RecordFormatError(f"record config must be a mapping, got {d['config']!r}")

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._checks import plain_array
 from .errors import (ArgumentTypeError, EmptyValidityError, InvalidBandError, InvalidGeometryError,
                      InvalidNormalizerError, MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
 from .model import DecoderModel, ForwardRecord, GraphValue
@@ -104,8 +105,8 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
     no square can overflow or underflow the result is the reference's ``sqrt(sum(x*x)/n)``
     summed sequentially in row-major order; otherwise the values are first divided by their
     largest magnitude."""
-    arr = np.asarray(values, dtype=np.float64)
-    mask = np.asarray(valid)
+    arr = plain_array(what, values, InvalidGeometryError, dtype=np.float64)
+    mask = plain_array("validity mask", valid, InvalidGeometryError)
     if mask.dtype != np.bool_:
         raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
     if arr.ndim < mask.ndim or arr.shape[:mask.ndim] != mask.shape:
@@ -337,7 +338,7 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
     if not acts or len(acts) != len(grads):
         raise InvalidGeometryError(f"{len(acts)} site activations and {len(grads)} adjoints: "
                                    "need the same positive number of sites")
-    mask = np.asarray(valid)
+    mask = plain_array("validity mask", valid, InvalidGeometryError)
     shapes = [np.shape(a) for a in acts]
     for i, (shape, g) in enumerate(zip(shapes, grads)):
         if shape != shapes[0]:
@@ -370,7 +371,7 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
     if valid is None:
         mask = np.asarray(fwd.valid)
     else:
-        mask = np.asarray(valid)
+        mask = plain_array("validity mask", valid, InvalidGeometryError)
         if mask.dtype != np.bool_:
             raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
     if mask.shape != tuple(fwd.token_shape):
