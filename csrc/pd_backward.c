@@ -7,6 +7,7 @@
 #include "kernels/gemm.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
+#include "pd_checksum.h"
 #include "pd_interrupt.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
@@ -321,6 +322,9 @@ static pd_status backward_ready(const pd_graph *g, pd_error *e) {
     if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
     for (size_t i = 0; i < m->n_params; i++)
         if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
+    for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
+        if (pd_values_checksum(m->params[i]->value, m->params[i]->size) != g->checksums[i])
+            return pd_fail(e, PD_ERR_STALE, i, 1.0, -1, -1);
     return PD_OK;
 }
 

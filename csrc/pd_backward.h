@@ -7,7 +7,9 @@
 
 /* One reverse pass from the mean loss. For each selected (block, kind), out[i] (sized like
  * the value) receives its completed adjoint and found[i] = 1, or found[i] = 0 when the value
- * has no adjoint in this graph. Parameter gradients change only if the whole pass succeeds. */
+ * has no adjoint in this graph. Parameter gradients change only if the whole pass succeeds.
+ * PD_ERR_STALE (index = parameter) when a revision moved, or (value 1.0) when the values changed
+ * without one: something wrote through an alias of the read-only views. */
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                             double **out, uint8_t *found, pd_error *e);
 

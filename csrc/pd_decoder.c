@@ -5,6 +5,7 @@
 #include <string.h>
 #include "pd_decoder.h"
 #include "pd_backward.h"
+#include "pd_checksum.h"
 #include "pd_interrupt.h"
 #include "pd_init.h"
 #include "kernels/gemm.h"
@@ -337,11 +338,12 @@ static pd_status graph_alloc(pd_graph *g, const graph_sizes *s, pd_error *e) {
     g->seg_start = malloc(N * sizeof(size_t));
     g->seg_end = malloc(N * sizeof(size_t));
     g->revisions = malloc((g->model->n_params + 1) * sizeof(uint64_t));
+    g->checksums = malloc((g->model->n_params + 1) * sizeof(size_t));
     g->sites = malloc(n_sites * sizeof(double *));
     g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
     g->arena = pd_buf_get(s->total, 0, e);
     if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
-        !g->revisions || !g->sites || !g->blocks || !g->arena)
+        !g->revisions || !g->checksums || !g->sites || !g->blocks || !g->arena)
         return pd_fail(e, PD_ERR_ALLOC, s->total, 0.0, -1, -1);
     return PD_OK;
 }
@@ -418,7 +420,11 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
         st = fill_layout(g, ids, valid, pos, seg_start, e);
     }
     if (st == PD_OK) {
-        for (size_t i = 0; i < m->n_params; i++) g->revisions[i] = m->params[i]->revision;
+        for (size_t i = 0; i < m->n_params; i++) {
+            g->revisions[i] = m->params[i]->revision;
+            /* only a recorded graph can run backward: inference pays nothing */
+            g->checksums[i] = record ? pd_values_checksum(m->params[i]->value, m->params[i]->size) : 0;
+        }
         st = graph_run(g, e);
     }
     if (st != PD_OK) pd_graph_free(g);
@@ -470,7 +476,7 @@ void pd_graph_free(pd_graph *g) {
     pd_graph_discard(g);
     free(g->blocks); /* block records and sites live in g->arena */
     free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
-    free(g->seg_end); free(g->revisions); free(g->sites);
+    free(g->seg_end); free(g->revisions); free(g->checksums); free(g->sites);
     pd_buf_put(g->arena); pd_buf_put(g->prob); free(g->nll);
     memset(g, 0, sizeof *g);
 }

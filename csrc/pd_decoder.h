@@ -79,6 +79,7 @@ typedef struct {
     size_t n_targets;
     double loss;
     uint64_t *revisions; /* parameter revisions seen by this forward */
+    size_t *checksums;   /* recorded graphs: parameter value checksums seen by this forward */
     double *arena;
     void *pending;       /* a reverse pass run with commit == 0, waiting (pd_backward.c) */
 } pd_graph;

@@ -54,6 +54,9 @@ cdef extern from "kernels/pool.h":
 cdef extern from "pd_tensor.h":
     int pd_can_allocate(size_t n) nogil
 
+cdef extern from "pd_checksum.h":
+    size_t pd_values_checksum(const double *x, size_t n) nogil
+
 cdef extern from "pd_interrupt.h":
     ctypedef int (*pd_interrupt_fn)() noexcept nogil
     void pd_set_interrupt_check(pd_interrupt_fn fn)

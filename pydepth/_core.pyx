@@ -417,6 +417,15 @@ cdef class _Model:
         if self.grad_lock != NULL:
             PyThread_free_lock(self.grad_lock)
 
+    def checksum_all(self):
+        """The value checksums a recorded forward takes (for benchmarks/bench_alias_checksum.py)."""
+        cdef size_t i, n = len(self.params)
+        cdef size_t acc = 0
+        with nogil:
+            for i in range(n):
+                acc ^= pd_values_checksum(self.ptrs[i].value, self.ptrs[i].size)
+        return int(acc)
+
     def zero_grads(self):
         """Every parameter gradient to +0.0, in one C loop."""
         cdef size_t i, n = len(self.params)

@@ -89,6 +89,11 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
         raise E.NonFiniteError(f"{reason}{where} at flat index {err.index}") from None
     if s == "ERR_STALE":
         name = param_names[err.index] if err.index < len(param_names) else f"#{err.index}"
+        if err.value == 1.0:
+            raise E.StaleOperandError(
+                f"the values of parameter {name} changed after this graph was recorded without a "
+                "revision: something wrote through an alias of its read-only view (for example "
+                "torch.from_numpy(p.value)); use NamedParameter.assign") from None
         raise E.StaleOperandError(f"parameter {name} changed after this graph was recorded") from None
     if s == "ERR_NO_LOSS":
         raise E.AutodiffError("backward needs a mean loss attached to this forward record") from None

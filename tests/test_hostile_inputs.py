@@ -4,6 +4,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import warnings
 import time
 
 import numpy as np
@@ -108,3 +109,48 @@ def test_ctrl_c_stops_a_long_forward_within_a_block_and_leaves_the_model_usable(
     assert first.startswith("interrupted"), out.stdout  # the whole forward takes about 2 s
     assert float(first.split()[1]) < 0.5  # a block takes about 30 ms
     assert second.startswith("usable")
+
+
+def _aliased_model():
+    model = DecoderModel(DecoderConfig(13, 4, 2, 6, 2, 8), SplitMix64(3))
+    tokens = np.array([[1, 2, 3, 4]])
+    return model, model.forward(tokens).loss((tokens + 1) % 13)
+
+
+def test_a_write_through_a_raw_alias_is_caught_at_backward():
+    import ctypes
+    model, loss = _aliased_model()
+    p = model.parameter("blocks.1.ffn.down.weight")
+    scaled = p.value * 10.0
+    ctypes.memmove(p.value.ctypes.data, scaled.ctypes.data, scaled.nbytes)  # bypasses assign()
+    with pytest.raises(pydepth.StaleOperandError, match="blocks.1.ffn.down.weight.*alias"):
+        loss.backward()
+    assert all(not np.any(q.grad) for q in model.parameters)
+
+
+def test_a_torch_in_place_write_is_caught_at_backward():
+    import os
+    if os.environ.get("CI") == "true":
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+    model, loss = _aliased_model()
+    p = model.parameter("token_embedding.weight")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that the array is not writable, then writes
+        torch.from_numpy(p.value).mul_(10.0)
+    with pytest.raises(pydepth.StaleOperandError, match="token_embedding.weight.*alias"):
+        loss.backward()
+
+
+def test_swapping_two_values_through_an_alias_is_caught():
+    import ctypes
+    model, loss = _aliased_model()
+    p = model.parameter("final_norm.gain")
+    p.assign(np.arange(1.0, 5.0))
+    tokens = np.array([[1, 2, 3, 4]])
+    loss = model.forward(tokens).loss((tokens + 1) % 13)
+    swapped = p.value[::-1].copy()
+    ctypes.memmove(p.value.ctypes.data, swapped.ctypes.data, swapped.nbytes)
+    with pytest.raises(pydepth.StaleOperandError, match="alias"):
+        loss.backward()
