@@ -7,6 +7,8 @@
 #include "kernels/gemm.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
+#include "pd_checksum.h"
+#include "pd_interrupt.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
 #include "ops/embedding.h"
@@ -275,8 +277,9 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error 
     memset(s, 0, sizeof *s);
     s->grad = calloc(np, sizeof(double *));
     s->touched = calloc(V, 1);
-    s->arena = pd_buf_get(total + N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N, 0, e);
-    if (!s->grad || !s->touched || !s->arena) return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
+    total += N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    s->arena = pd_buf_get(total, 0, e);
+    if (!s->grad || !s->touched || !s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
     for (size_t i = 0; i < np; i++) s->grad[i] = carve(&p, m->params[i]->size);
     s->logits = carve(&p, N * V);
@@ -319,11 +322,47 @@ static pd_status backward_ready(const pd_graph *g, pd_error *e) {
     if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
     for (size_t i = 0; i < m->n_params; i++)
         if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
+    for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
+        if (pd_values_checksum(m->params[i]->value, m->params[i]->size) != g->checksums[i])
+            return pd_fail(e, PD_ERR_STALE, i, 1.0, -1, -1);
     return PD_OK;
+}
+
+void pd_graph_discard(pd_graph *g) {
+    if (!g->pending) return;
+    scratch_free(g->pending);
+    free(g->pending);
+    g->pending = NULL;
+}
+
+/* The finished scratch of an uncommitted pass moves to the graph until commit or discard. */
+static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
+    backward_scratch *kept = malloc(sizeof *kept);
+    if (!kept) {
+        scratch_free(s);
+        return pd_fail(e, PD_ERR_ALLOC, sizeof *kept, 0.0, -1, -1);
+    }
+    *kept = *s;
+    pd_graph_discard(g);
+    g->pending = kept;
+    return PD_OK;
+}
+
+pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
+    if (!g->pending) return pd_fail(e, PD_ERR_NO_LOSS, 2, 0.0, -1, -1);
+    pd_status st = backward_ready(g, e);
+    if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, e);
+    pd_graph_discard(g);
+    return st;
 }
 
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                             double **out, uint8_t *found, pd_error *e) {
+    return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, 1, e);
+}
+
+pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
+                                 double **out, uint8_t *found, int commit, pd_error *e) {
     pd_status st = backward_ready(g, e);
     if (st != PD_OK) return st;
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
@@ -331,12 +370,17 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     backward_scratch s;
     st = scratch_alloc(&s, g, e);
     if (st == PD_OK) st = head_backward(g, &sel, &s, e);
-    for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) st = block_backward(g, b, &sel, &s, e);
+    for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
+        /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
+        if (pd_interrupt_requested()) st = pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
+        else st = block_backward(g, b, &sel, &s, e);
+    }
     if (st == PD_OK) {
         capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
         embedding_backward(g, &s);
-        st = commit_gradients(g->model, s.grad, e);
     }
+    if (st == PD_OK && !commit) return keep_pending(g, &s, e);
+    if (st == PD_OK) st = commit_gradients(g->model, s.grad, e);
     scratch_free(&s);
     return st;
 }

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_decoder.h"
+#include "pd_backward.h"
+#include "pd_checksum.h"
+#include "pd_interrupt.h"
 #include "pd_init.h"
 #include "kernels/gemm.h"
 #include "pd_buffer.h"
@@ -104,6 +107,18 @@ pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, p
     return PD_OK;
 }
 
+pd_status pd_params_check(const pd_config *c, pd_param *const *params, size_t n, pd_error *e) {
+    const size_t want = pd_param_tensor_count(c);
+    if (n != want) return pd_fail(e, PD_ERR_SHAPE, n, (double)want, -1, -1);
+    for (size_t i = 0; i < n; i++) {
+        size_t rank, dims[2];
+        pd_param_shape(c, i, &rank, dims);
+        if (!params[i] || params[i]->size != dims[0] * (rank == 2 ? dims[1] : 1))
+            return pd_fail(e, PD_ERR_SHAPE, i, 0.0, -1, -1);
+    }
+    return PD_OK;
+}
+
 pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e) {
     memset(m, 0, sizeof *m);
     pd_status st = pd_config_validate(c, e);
@@ -119,7 +134,7 @@ pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_e
     m->rope_cos = pd_zeros(tab, e);
     if (!m->rope_sin || !m->rope_cos) {
         pd_model_free(m);
-        return PD_ERR_ALLOC;
+        return pd_fail(e, PD_ERR_ALLOC, 2 * tab, 0.0, -1, -1);
     }
     st = pd_rope_tables(c->max_positions, m->head_width, c->rope_base, m->rope_sin, m->rope_cos, e);
     if (st != PD_OK) pd_model_free(m);
@@ -323,12 +338,13 @@ static pd_status graph_alloc(pd_graph *g, const graph_sizes *s, pd_error *e) {
     g->seg_start = malloc(N * sizeof(size_t));
     g->seg_end = malloc(N * sizeof(size_t));
     g->revisions = malloc((g->model->n_params + 1) * sizeof(uint64_t));
+    g->checksums = malloc((g->model->n_params + 1) * sizeof(size_t));
     g->sites = malloc(n_sites * sizeof(double *));
     g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
     g->arena = pd_buf_get(s->total, 0, e);
     if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
-        !g->revisions || !g->sites || !g->blocks || !g->arena)
-        return pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1);
+        !g->revisions || !g->checksums || !g->sites || !g->blocks || !g->arena)
+        return pd_fail(e, PD_ERR_ALLOC, s->total, 0.0, -1, -1);
     return PD_OK;
 }
 
@@ -370,6 +386,7 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     const double *x = keep_site(g, 0, g->x0);
     for (size_t b = 0; b < m->cfg.layers; b++) {
         pd_block_rec *r = &g->blocks[g->recorded ? b : 0];
+        if (pd_interrupt_requested()) return pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
         pd_status st = block_forward(g, b, x, r, e);
         if (st != PD_OK) return st;
         keep_site(g, 2 * b + 1, r->after_attn);
@@ -403,7 +420,11 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
         st = fill_layout(g, ids, valid, pos, seg_start, e);
     }
     if (st == PD_OK) {
-        for (size_t i = 0; i < m->n_params; i++) g->revisions[i] = m->params[i]->revision;
+        for (size_t i = 0; i < m->n_params; i++) {
+            g->revisions[i] = m->params[i]->revision;
+            /* only a recorded graph can run backward: inference pays nothing */
+            g->checksums[i] = record ? pd_values_checksum(m->params[i]->value, m->params[i]->size) : 0;
+        }
         st = graph_run(g, e);
     }
     if (st != PD_OK) pd_graph_free(g);
@@ -431,7 +452,7 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     if (!prob || !nll) {
         pd_buf_put(prob);
         free(nll);
-        return PD_ERR_ALLOC;
+        return pd_fail(e, PD_ERR_ALLOC, N * V + N, 0.0, -1, -1);
     }
     double loss;
     size_t count;
@@ -452,9 +473,10 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
 }
 
 void pd_graph_free(pd_graph *g) {
+    pd_graph_discard(g);
     free(g->blocks); /* block records and sites live in g->arena */
     free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
-    free(g->seg_end); free(g->revisions); free(g->sites);
+    free(g->seg_end); free(g->revisions); free(g->checksums); free(g->sites);
     pd_buf_put(g->arena); pd_buf_put(g->prob); free(g->nll);
     memset(g, 0, sizeof *g);
 }

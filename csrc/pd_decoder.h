@@ -79,7 +79,9 @@ typedef struct {
     size_t n_targets;
     double loss;
     uint64_t *revisions; /* parameter revisions seen by this forward */
+    size_t *checksums;   /* recorded graphs: parameter value checksums seen by this forward */
     double *arena;
+    void *pending;       /* a reverse pass run with commit == 0, waiting (pd_backward.c) */
 } pd_graph;
 
 pd_status pd_config_validate(const pd_config *c, pd_error *e);
@@ -93,6 +95,10 @@ size_t pd_param_tensor_count(const pd_config *c);
 /* Fills values[i] (sized per pd_param_shape) in the reference draw order from a trial copy
  * of *rng; *rng advances only when everything succeeded. */
 pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e);
+
+/* Checks that params holds exactly the layout's n tensors with the layout's sizes (index = the
+ * first offender); c must already be valid and its parameter count checked. */
+pd_status pd_params_check(const pd_config *c, pd_param *const *params, size_t n, pd_error *e);
 
 pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e);
 void pd_model_free(pd_model *m);

@@ -15,6 +15,15 @@ double *pd_zeros(size_t n, pd_error *e) {
     return p;
 }
 
+int pd_can_allocate(size_t n) {
+    size_t bytes;
+    if (!pd_mul_ok(n ? n : 1, sizeof(double), &bytes)) return 0;
+    void *p = malloc(bytes);
+    const int ok = p != NULL;
+    free(p);
+    return ok;
+}
+
 typedef struct {
     const double *x;
     int bad;

@@ -26,6 +26,10 @@ static inline int pd_add_ok(size_t a, size_t b, size_t *out) {
 /* Zero-filled buffer of n doubles (n may be 0); NULL with PD_ERR_ALLOC/OVERFLOW in e. */
 double *pd_zeros(size_t n, pd_error *e);
 
+/* Whether n doubles could be allocated right now (allocates and frees them, untouched), so a
+ * caller can refuse a huge request before building anything proportional to it. */
+int pd_can_allocate(size_t n);
+
 /* True when every element is finite; *where receives the first offending index. */
 int pd_all_finite(const double *x, size_t n, size_t *where);
 

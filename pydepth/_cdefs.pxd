@@ -5,9 +5,12 @@ cdef extern from "pd_error.h":
     ctypedef enum pd_status:
         PD_OK
         PD_ERR_OVERFLOW
-        PD_STATUS_COUNT
         PD_ERR_SHAPE
         PD_ERR_LAYOUT
+        PD_ERR_EMPTY
+        PD_ERR_NO_LOSS
+        PD_ERR_INTERRUPTED
+        PD_STATUS_COUNT
     ctypedef struct pd_error:
         pd_status code
         size_t index
@@ -17,7 +20,7 @@ cdef extern from "pd_error.h":
     const char *pd_status_name(int code)
 
 cdef extern from "pd_nodes.h":
-    enum: PD_N_COUNT
+    enum: PD_N_COUNT, PD_N_LOSS, PD_N_PER_TARGET_NLL
     int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope)
 
 cdef extern from "pd_rng.h":
@@ -48,6 +51,16 @@ cdef extern from "kernels/pool.h":
     void pd_set_num_threads(int n) nogil
     int pd_get_num_threads() nogil
 
+cdef extern from "pd_tensor.h":
+    int pd_can_allocate(size_t n) nogil
+
+cdef extern from "pd_checksum.h":
+    size_t pd_values_checksum(const double *x, size_t n) nogil
+
+cdef extern from "pd_interrupt.h":
+    ctypedef int (*pd_interrupt_fn)() noexcept nogil
+    void pd_set_interrupt_check(pd_interrupt_fn fn)
+
 cdef extern from "pd_decoder.h":
     ctypedef struct pd_config:
         size_t vocabulary_size, model_width, heads, kv_heads, feed_forward_width, layers, max_positions
@@ -61,6 +74,7 @@ cdef extern from "pd_decoder.h":
         pd_config cfg
         size_t head_width, kv_width, n_params
     ctypedef struct pd_graph:
+        size_t N
         int recorded, has_loss
     pd_status pd_config_validate(const pd_config *c, pd_error *e)
     pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)
@@ -68,6 +82,7 @@ cdef extern from "pd_decoder.h":
     size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap)
     size_t pd_param_tensor_count(const pd_config *c)
     pd_status pd_draw_parameters(const pd_config *c, double **values, pd_rng *rng, pd_error *e) nogil
+    pd_status pd_params_check(const pd_config *c, pd_param **params, size_t n, pd_error *e)
     pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
     void pd_model_free(pd_model *m)
     pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
@@ -82,6 +97,10 @@ cdef extern from "pd_decoder.h":
 cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil
+    pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
+                                     double **out, uint8_t *found, int commit, pd_error *e) nogil
+    pd_status pd_graph_commit(pd_graph *g, pd_error *e) nogil
+    void pd_graph_discard(pd_graph *g) nogil
 
 cdef extern from "optim/pd_optim.h":
     ctypedef struct pd_optim_tensor:

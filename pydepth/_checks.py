@@ -1,4 +1,4 @@
-"""One integer check shared by every public constructor: exact ints in a u64 range."""
+"""Checks shared by every public entry point: exact ints in a range, plain (unmasked) arrays."""
 from __future__ import annotations
 
 import operator
@@ -20,3 +20,15 @@ def as_u64(name: str, value: Any, error: Type[Exception], *, minimum: int = 0,
         upper = "2**64)" if maximum == U64_MAX else f"{maximum}]"
         raise error(f"{name} must be in [{minimum}, {upper}, got {v}")
     return v
+
+
+def plain_array(name: str, value: Any, error: Type[Exception], **kw: Any) -> "np.ndarray":
+    """np.asarray(value, **kw), refusing masked arrays (their mask would be silently dropped) and
+    ragged nested sequences with error(name...)."""
+    import numpy as np
+    if isinstance(value, np.ma.MaskedArray):
+        raise error(f"{name} is a masked array; pass plain values (the mask would be ignored)")
+    try:
+        return np.asarray(value, **kw)
+    except (ValueError, TypeError, OverflowError) as err:
+        raise error(f"{name} is not a rectangular numeric array: {err}") from None

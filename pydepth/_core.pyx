@@ -1,9 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The thin skin over pydepth's C core: buffers, lifetimes and the GIL. Policy lives in Python."""
 from cpython.buffer cimport PyBUF_WRITABLE
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 from libc.stdint cimport uint64_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
+from cpython.exc cimport PyErr_Occurred
 from ._cdefs cimport *
 import operator
 
@@ -47,17 +50,25 @@ STATUS_CODES = _status_table()
 NODE_KINDS = _node_kind_table()
 
 
+def _u64_state(name, value):
+    from .errors import GeneratorStateError
+    if isinstance(value, bool):
+        raise GeneratorStateError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise GeneratorStateError(f"{name} must be an integer, got {value!r}") from None
+    if not 0 <= value < 2 ** 64:
+        raise GeneratorStateError(f"{name} must be in [0, 2**64), got {value}")
+    return value
+
+
 cdef class SplitMix64:
     """SplitMix64 generator; the seed is the raw state before the first draw."""
     cdef pd_rng rng
 
     def __init__(self, seed):
-        if isinstance(seed, bool):
-            raise TypeError(f"seed must be an integer, got {seed!r}")
-        seed = operator.index(seed)
-        if not 0 <= seed < 2 ** 64:
-            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
-        self.rng.state = <uint64_t>seed
+        self.rng.state = <uint64_t>_u64_state("seed", seed)
 
     @classmethod
     def from_state(cls, state):
@@ -82,10 +93,7 @@ cdef class SplitMix64:
         return SplitMix64(int(self.rng.state))
 
     def _set_state(self, state):
-        state = operator.index(state)
-        if not 0 <= state < 2 ** 64:
-            raise ValueError(f"state must be in [0, 2**64), got {state}")
-        self.rng.state = <uint64_t>state
+        self.rng.state = <uint64_t>_u64_state("state", state)
 
     def __eq__(self, other):
         return isinstance(other, SplitMix64) and other.state == self.state
@@ -190,10 +198,13 @@ cdef class _BufferView:
     """Exports a C buffer to numpy; holds its owner alive while any view exists."""
     cdef object owner
     cdef double *ptr
-    cdef Py_ssize_t shape[4]
-    cdef Py_ssize_t strides[4]
+    cdef Py_ssize_t *shape    # ndim sizes, then ndim strides, in one allocation: any rank
+    cdef Py_ssize_t *strides
     cdef int ndim
     cdef bint readonly
+
+    def __dealloc__(self):
+        free(self.shape)
 
     def __getbuffer__(self, Py_buffer *buf, int flags):
         if self.readonly and (flags & PyBUF_WRITABLE):
@@ -226,6 +237,10 @@ cdef _BufferView _view(object owner, double *ptr, tuple shape, bint readonly=Tru
     v.ptr = ptr
     v.ndim = len(shape)
     v.readonly = readonly
+    v.shape = <Py_ssize_t *>malloc((2 * v.ndim + 1) * sizeof(Py_ssize_t))
+    if v.shape == NULL:
+        raise MemoryError()
+    v.strides = v.shape + v.ndim
     cdef Py_ssize_t stride = sizeof(double)
     for i in reversed(range(v.ndim)):
         v.shape[i] = shape[i]
@@ -239,13 +254,16 @@ cdef class _Param:
     cdef pd_param p
     cdef readonly tuple shape
 
-    def __cinit__(self, tuple shape):
+    def __cinit__(self, tuple shape not None):
         cdef size_t n = 1
+        dims = []
         for d in shape:
+            d = operator.index(d)
             if d < 0 or (d and n > (<size_t>-1) // 16 // <size_t>d):
                 raise CoreError(PD_ERR_OVERFLOW, 0, 0.0, -1, -1)
             n *= <size_t>d
-        self.shape = shape
+            dims.append(d)
+        self.shape = tuple(dims)
         self.p.size = n
         self.p.value = <double *>calloc(n if n else 1, sizeof(double))
         self.p.grad = <double *>calloc(n if n else 1, sizeof(double))
@@ -315,17 +333,54 @@ cdef class _Param:
         return True
 
 
-def draw_parameters(tuple c, list params, SplitMix64 rng):
-    """Fills fresh parameters in the reference draw order; rng advances only on success."""
-    cdef pd_config cfg = _config(c)
+def can_allocate(size_t n):
+    """Whether n float64 values could be allocated now (nothing is kept)."""
+    cdef int ok
+    with nogil:
+        ok = pd_can_allocate(n)
+    return bool(ok)
+
+
+cdef pd_param **_param_table(tuple c, list params, pd_config *cfg) except NULL:
+    """A malloc'd table of params after checking the config and that params match its layout."""
     cdef pd_error e
+    cdef size_t count
     cdef Py_ssize_t n = len(params)
-    cdef double **values = <double **>malloc(n * sizeof(double *))
-    cdef pd_status st
-    if values == NULL:
+    cfg[0] = _config(c)
+    cdef pd_status st = pd_config_validate(cfg, &e)
+    if st == PD_OK:
+        st = pd_config_parameter_count(cfg, &count, &e)
+    if st != PD_OK:
+        raise_status(st, &e)
+    cdef pd_param **ptrs = <pd_param **>malloc((n + 1) * sizeof(pd_param *))
+    if ptrs == NULL:
         raise MemoryError()
     for i in range(n):
-        values[i] = (<_Param>params[i]).p.value
+        if not isinstance(params[i], _Param):
+            free(ptrs)
+            raise TypeError(f"params[{i}] must be a _Param, got {type(params[i]).__name__}")
+        ptrs[i] = &(<_Param>params[i]).p
+    st = pd_params_check(cfg, ptrs, n, &e)
+    if st != PD_OK:
+        free(ptrs)
+        raise_status(st, &e)
+    return ptrs
+
+
+def draw_parameters(tuple c not None, list params not None, SplitMix64 rng not None):
+    """Fills fresh parameters in the reference draw order; rng advances only on success."""
+    cdef pd_config cfg
+    cdef pd_error e
+    cdef pd_param **ptrs = _param_table(c, params, &cfg)
+    cdef Py_ssize_t n = len(params)
+    cdef double **values = <double **>malloc((n + 1) * sizeof(double *))
+    cdef pd_status st
+    if values == NULL:
+        free(ptrs)
+        raise MemoryError()
+    for i in range(n):
+        values[i] = ptrs[i].value
+    free(ptrs)
     with nogil:
         st = pd_draw_parameters(&cfg, values, &rng.rng, &e)
     free(values)
@@ -334,21 +389,22 @@ def draw_parameters(tuple c, list params, SplitMix64 rng):
 
 
 cdef class _Model:
-    """A C decoder over borrowed parameter buffers (kept alive here) and its RoPE tables."""
+    """A C decoder over borrowed parameter buffers (kept alive here) and its RoPE tables.
+    Reverse passes and gradient resets of one model hold its lock, so gradient sums never race."""
     cdef pd_model m
     cdef pd_param **ptrs
     cdef readonly list params
     cdef bint ready
+    cdef PyThread_type_lock grad_lock
 
-    def __cinit__(self, tuple c, list params):
-        cdef pd_config cfg = _config(c)
+    def __cinit__(self, tuple c not None, list params not None):
+        cdef pd_config cfg
         cdef pd_error e
-        self.params = list(params)
-        self.ptrs = <pd_param **>malloc((len(params) + 1) * sizeof(pd_param *))
-        if self.ptrs == NULL:
+        self.grad_lock = PyThread_allocate_lock()
+        if self.grad_lock == NULL:
             raise MemoryError()
-        for i, p in enumerate(self.params):
-            self.ptrs[i] = &(<_Param>p).p
+        self.params = list(params)
+        self.ptrs = _param_table(c, self.params, &cfg)
         cdef pd_status st = pd_model_init(&self.m, &cfg, self.ptrs, &e)
         if st != PD_OK:
             raise_status(st, &e)
@@ -358,23 +414,55 @@ cdef class _Model:
         if self.ready:
             pd_model_free(&self.m)
         free(self.ptrs)
+        if self.grad_lock != NULL:
+            PyThread_free_lock(self.grad_lock)
+
+    def checksum_all(self):
+        """The value checksums a recorded forward takes (for benchmarks/bench_alias_checksum.py)."""
+        cdef size_t i, n = len(self.params)
+        cdef size_t acc = 0
+        with nogil:
+            for i in range(n):
+                acc ^= pd_values_checksum(self.ptrs[i].value, self.ptrs[i].size)
+        return int(acc)
 
     def zero_grads(self):
         """Every parameter gradient to +0.0, in one C loop."""
-        cdef size_t i
-        for i in range(len(self.params)):
-            memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
+        cdef size_t i, n = len(self.params)
+        with nogil:
+            PyThread_acquire_lock(self.grad_lock, WAIT_LOCK)
+            for i in range(n):
+                memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
+            PyThread_release_lock(self.grad_lock)
+
+
+cdef int _raise_pending() except -1:
+    return -1  # propagates the exception the interrupt check left set (KeyboardInterrupt)
+
+
+cdef int _check_status(pd_status st, pd_error *e) except -1:
+    if st == PD_OK:
+        return 0
+    if st == PD_ERR_INTERRUPTED and PyErr_Occurred() != NULL:
+        return _raise_pending()
+    raise_status(st, e)
+
+
+RELEASED = -1  # CoreError code for a graph used after release()
 
 
 cdef class _Graph:
-    """One recorded forward (and optional loss) over a _Model; freed with its last reference."""
+    """One recorded forward (and optional loss) over a _Model; freed with its last reference.
+    C calls on the graph count as users: release() frees only once none runs and no view exists."""
     cdef pd_graph g
     cdef readonly _Model model
     cdef bint alive
     cdef public bint released
     cdef int exports
+    cdef int busy        # C calls on the graph now running (changed only with the GIL held)
+    cdef int loss_state  # 0 none, 1 being attached, 2 attached
 
-    def __cinit__(self, _Model model, const int64_t[:, ::1] ids not None,
+    def __cinit__(self, _Model model not None, const int64_t[:, ::1] ids not None,
                   const uint8_t[::1] valid=None, const size_t[::1] pos=None,
                   const size_t[::1] seg_start=None, bint record=True):
         cdef pd_error e
@@ -384,6 +472,11 @@ cdef class _Graph:
         cdef const size_t *pp = NULL
         cdef const size_t *sp = NULL
         self.model = model
+        if B == 0 or T == 0:
+            raise CoreError(PD_ERR_EMPTY, 0, 0.0, -1, -1)
+        for name, arr in (("valid", valid), ("pos", pos), ("seg_start", seg_start)):
+            if arr is not None and <size_t>len(arr) != B * T:
+                raise ValueError(f"{name} has {len(arr)} entries, expected {B * T}")
         if valid is not None:
             vp = &valid[0]
         if pos is not None:
@@ -392,21 +485,30 @@ cdef class _Graph:
             sp = &seg_start[0]
         with nogil:
             st = pd_graph_forward(&self.g, &model.m, B, T, &ids[0, 0], vp, pp, sp, record, &e)
-        if st != PD_OK:
-            raise_status(st, &e)
+        _check_status(st, &e)
         self.alive = True
 
     def __dealloc__(self):
         if self.alive:
             pd_graph_free(&self.g)
 
+    cdef int _enter(self) except -1:
+        if self.released or not self.alive:
+            raise CoreError(RELEASED)
+        self.busy += 1
+        return 0
+
+    cdef void _leave(self):
+        self.busy -= 1
+        self._maybe_free()
+
     def _maybe_free(self):
-        if self.released and self.exports == 0 and self.alive:
+        if self.released and self.exports == 0 and self.busy == 0 and self.alive:
             pd_graph_free(&self.g)
             self.alive = False
 
     def release(self):
-        """Frees the recorded values once no numpy view of them remains."""
+        """Frees the recorded values once no numpy view of them and no C call on them remains."""
         self.released = True
         self._maybe_free()
 
@@ -416,21 +518,37 @@ cdef class _Graph:
 
     @property
     def has_loss(self):
-        return bool(self.g.has_loss)
+        return self.loss_state == 2
 
     def attach_loss(self, const int64_t[::1] targets not None):
         cdef pd_error e
         cdef pd_status st
-        with nogil:
-            st = pd_graph_loss(&self.g, &targets[0], &e)
-        if st != PD_OK:
-            raise_status(st, &e)
+        if self.loss_state:
+            raise CoreError(PD_ERR_NO_LOSS, 3)  # a loss is attached, or being attached by another thread
+        if <size_t>targets.shape[0] != self.g.N:
+            raise ValueError(f"targets has {targets.shape[0]} entries, expected {self.g.N}")
+        self._enter()
+        self.loss_state = 1
+        try:
+            with nogil:
+                st = pd_graph_loss(&self.g, &targets[0], &e)
+        finally:
+            self.loss_state = 2 if st == PD_OK else 0
+            self._leave()
+        _check_status(st, &e)
+
+    cdef double *_value(self, int block, int kind, size_t *rank, size_t dims[4]):
+        if not self.alive:
+            return NULL
+        if (kind == PD_N_LOSS or kind == PD_N_PER_TARGET_NLL) and self.loss_state != 2:
+            return NULL
+        return pd_graph_value(&self.g, block, kind, rank, dims)
 
     def value(self, int block, int kind):
         """A read-only view of a named value, or None when it is not stored."""
         cdef size_t rank
         cdef size_t dims[4]
-        cdef double *ptr = pd_graph_value(&self.g, block, kind, &rank, dims)
+        cdef double *ptr = self._value(block, kind, &rank, dims)
         if ptr == NULL:
             return None
         return _view(self, ptr, tuple(dims[i] for i in range(rank)))
@@ -438,43 +556,104 @@ cdef class _Graph:
     def value_shape(self, int block, int kind):
         cdef size_t rank
         cdef size_t dims[4]
-        cdef double *ptr = pd_graph_value(&self.g, block, kind, &rank, dims)
+        cdef double *ptr = self._value(block, kind, &rank, dims)
         if ptr == NULL:
             return None
         return tuple(dims[i] for i in range(rank))
 
-    def backward(self, list selected, list outputs):
+    def backward(self, list selected not None, list outputs not None, bint commit=True):
         """Reverse pass; selected is [(block, kind)], outputs the matching float64 buffers.
-        Returns a list of found flags."""
+        Returns a list of found flags. With commit=False the parameter adjoints wait on the
+        graph for commit()."""
         cdef pd_error e
         cdef pd_status st
-        cdef size_t n = len(selected)
-        cdef int *blocks = <int *>malloc((n + 1) * sizeof(int))
-        cdef int *kinds = <int *>malloc((n + 1) * sizeof(int))
-        cdef double **outs = <double **>malloc((n + 1) * sizeof(double *))
-        cdef uint8_t *found = <uint8_t *>calloc(n + 1, 1)
+        cdef size_t n = len(selected), rank, size
+        cdef size_t dims[4]
+        cdef int *blocks
+        cdef int *kinds
+        cdef double **outs
+        cdef uint8_t *found
         cdef double[::1] buf
-        if blocks == NULL or kinds == NULL or outs == NULL or found == NULL:
-            free(blocks); free(kinds); free(outs); free(found)
-            raise MemoryError()
+        if <size_t>len(outputs) != n:
+            raise ValueError(f"{n} selected values but {len(outputs)} output buffers")
+        if self.loss_state != 2:
+            raise CoreError(PD_ERR_NO_LOSS, 0)
+        self._enter()
+        blocks = <int *>malloc((n + 1) * sizeof(int))
+        kinds = <int *>malloc((n + 1) * sizeof(int))
+        outs = <double **>malloc((n + 1) * sizeof(double *))
+        found = <uint8_t *>calloc(n + 1, 1)
+        held = []  # keeps every output buffer exported while C writes into it
         try:
+            if blocks == NULL or kinds == NULL or outs == NULL or found == NULL:
+                raise MemoryError()
             for i in range(n):
                 blocks[i], kinds[i] = selected[i]
+                if pd_graph_value(&self.g, blocks[i], kinds[i], &rank, dims) == NULL:
+                    raise ValueError(f"value {selected[i]} is not stored in this graph")
+                size = 1
+                for r in range(rank):
+                    size *= dims[r]
                 buf = outputs[i]
+                if <size_t>buf.shape[0] != size:
+                    raise ValueError(f"output {i} has {buf.shape[0]} entries, value {selected[i]} has {size}")
+                held.append(buf)
                 outs[i] = &buf[0]
             with nogil:
-                st = pd_graph_backward(&self.g, n, blocks, kinds, outs, found, &e)
-            if st != PD_OK:
-                raise_status(st, &e)
+                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, commit, &e)
+                PyThread_release_lock(self.model.grad_lock)
+            _check_status(st, &e)
             return [bool(found[i]) for i in range(n)]
         finally:
             free(blocks); free(kinds); free(outs); free(found)
+            self._leave()
+
+    def discard(self):
+        """Drops the pending reverse pass, if any, leaving the gradients as they are."""
+        if self.released or not self.alive:
+            return  # freeing the graph drops it anyway
+        self._enter()
+        try:
+            with nogil:
+                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                pd_graph_discard(&self.g)
+                PyThread_release_lock(self.model.grad_lock)
+        finally:
+            self._leave()
+
+    def commit(self):
+        """Adds the pending reverse pass (backward(commit=False)) to the parameter gradients."""
+        cdef pd_error e
+        cdef pd_status st
+        self._enter()
+        try:
+            with nogil:
+                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                st = pd_graph_commit(&self.g, &e)
+                PyThread_release_lock(self.model.grad_lock)
+            _check_status(st, &e)
+        finally:
+            self._leave()
 
 
 def matmul(str kind, const double[:, ::1] A not None, const double[:, ::1] B not None,
            double[:, ::1] C not None, bint acc=False):
     """Runs one core product kernel ('nn', 'nt', 'tn') on C-contiguous arrays (for tests)."""
     cdef size_t M = C.shape[0], N = C.shape[1], K
+    cdef tuple want
+    if kind == "nn":
+        want = ((M, A.shape[1]), (A.shape[1], N))
+    elif kind == "nt":
+        want = ((M, A.shape[1]), (N, A.shape[1]))
+    elif kind == "tn":
+        want = ((A.shape[0], M), (A.shape[0], N))
+    else:
+        raise ValueError(f"unknown kernel kind {kind!r}")
+    got = ((A.shape[0], A.shape[1]), (B.shape[0], B.shape[1]))
+    if got != want:
+        raise ValueError(f"{kind}: A {got[0]} and B {got[1]} do not fit "
+                         f"C {(M, N)}; expected {want[0]} and {want[1]}")
     if kind == "nn":
         K = A.shape[1]
         with nogil:
@@ -492,6 +671,8 @@ def matmul(str kind, const double[:, ::1] A not None, const double[:, ::1] B not
 
 
 def set_num_threads(int n):
+    if not 1 <= n <= 1024:
+        raise ValueError(f"thread count must be in [1, 1024], got {n}")
     pd_set_num_threads(n)
 
 
@@ -584,3 +765,24 @@ def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
             raise_status(st, &e)
     finally:
         free(t)
+
+
+cdef extern from "Python.h":
+    int _pending_signals "PyErr_CheckSignals" () noexcept  # no except clause: the error stays set
+    unsigned long PyThread_get_thread_ident() nogil
+
+cdef unsigned long _main_thread = PyThread_get_thread_ident()
+
+
+cdef int _interrupt_check() noexcept nogil:
+    """Runs pending signal handlers between blocks on the main thread (where Python runs them);
+    an exception they raise (KeyboardInterrupt) stays set and stops the C loop."""
+    cdef int r
+    if PyThread_get_thread_ident() != _main_thread:
+        return 0
+    with gil:
+        r = _pending_signals()
+    return r != 0
+
+
+pd_set_interrupt_check(_interrupt_check)

@@ -16,6 +16,15 @@ from ._nodes import GRADIENT, node_name
 #: Status code -> identifier ("ERR_TOKEN"), the inverse of the C table.
 STATUS_NAMES = {code: ident for ident, code in STATUS_CODES.items()}
 ALLOC, TOKEN, TARGET = STATUS_CODES["ERR_ALLOC"], STATUS_CODES["ERR_TOKEN"], STATUS_CODES["ERR_TARGET"]
+NO_LOSS = STATUS_CODES["ERR_NO_LOSS"]
+#: Raised by the Cython skin, not the core: the graph was released (outside the C table).
+RELEASED = -1
+_CONFIG_CHECKS = {1: "vocabulary_size must be positive", 2: "model_width must be positive",
+                  3: "heads must be positive", 4: "model_width must be divisible by heads",
+                  5: "head width must be even", 6: "feed_forward_width must be positive",
+                  7: "max_positions must be positive", 8: "rope_base must be finite and positive",
+                  9: "rms_epsilon must be finite and non-negative",
+                  10: "kv_heads must be positive and divide heads"}
 
 _XAVIER = {"ERR_ZERO_FAN_IN": "Xavier fan_in must be positive, got 0",
            "ERR_ZERO_FAN_OUT": "Xavier fan_out must be positive, got 0",
@@ -25,7 +34,8 @@ _INPUT_WHAT = {"ERR_TOKEN": "token id", "ERR_TARGET": "target id", "ERR_EMPTY": 
 #: Every status the translation knows; a test checks this covers the whole C table.
 HANDLED = frozenset({"ERR_ALLOC", "ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW", *_XAVIER, "ERR_CONFIG",
                      "ERR_ROPE", "ERR_NAME", "ERR_SHAPE", *_INPUT_WHAT, "ERR_NONFINITE",
-                     "ERR_ZERO_MEAN_SQUARE", "ERR_STALE", "ERR_NO_LOSS", "ERR_NOT_RECORDED"})
+                     "ERR_ZERO_MEAN_SQUARE", "ERR_STALE", "ERR_NO_LOSS", "ERR_NOT_RECORDED",
+                     "ERR_INTERRUPTED"})
 
 
 def _where(err: CoreError) -> str:
@@ -45,14 +55,22 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
         where = "valid position" if masked else "position"
         raise E.TokenError(f"{_INPUT_WHAT[s]} {int(ids[b, t])} at {where} [{b}, {t}] is outside "
                            f"[0, {vocabulary_size})") from None
+    if err.code == RELEASED:
+        raise E.GraphReleasedError("this forward record was released") from None
     if s == "ERR_ALLOC":
-        raise E.AllocationError(f"pydepth core could not allocate {err.index} elements") from None
+        raise E.AllocationError(f"pydepth core could not allocate {err.index} float64 values "
+                                f"({err.index * 8} bytes)") from None
     if s in ("ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW"):
         raise E.InitializationError(f"size arithmetic overflowed (index {err.index})") from None
     if s in _XAVIER:
         raise E.InitializationError(_XAVIER[s]) from None
-    if s in ("ERR_CONFIG", "ERR_ROPE"):
-        raise E.ConfigError(f"configuration rejected by the core (check {err.index}, value {err.value!r})") from None
+    if s == "ERR_CONFIG":
+        rule = _CONFIG_CHECKS.get(err.index, f"check {err.index}")
+        raise E.ConfigError(f"configuration rejected by the core: {rule} (value {err.value!r})") from None
+    if s == "ERR_ROPE":
+        raise E.ConfigError(f"the RoPE tables for max_positions x head_width / 2 cannot be built "
+                            f"(entry {err.index}, value {err.value!r}); lower max_positions or "
+                            "check rope_base") from None
     if s == "ERR_NAME":
         raise E.ParameterNameError(f"invalid parameter name at byte {err.index}") from None
     if s == "ERR_SHAPE":
@@ -71,12 +89,19 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
         raise E.NonFiniteError(f"{reason}{where} at flat index {err.index}") from None
     if s == "ERR_STALE":
         name = param_names[err.index] if err.index < len(param_names) else f"#{err.index}"
+        if err.value == 1.0:
+            raise E.StaleOperandError(
+                f"the values of parameter {name} changed after this graph was recorded without a "
+                "revision: something wrote through an alias of its read-only view (for example "
+                "torch.from_numpy(p.value)); use NamedParameter.assign") from None
         raise E.StaleOperandError(f"parameter {name} changed after this graph was recorded") from None
     if s == "ERR_NO_LOSS":
         raise E.AutodiffError("backward needs a mean loss attached to this forward record") from None
     if s == "ERR_NOT_RECORDED":
         raise E.AutodiffError("backward needs a recorded graph; this forward ran with record=False "
                               "or under no_grad()") from None
+    if s == "ERR_INTERRUPTED":  # the check stopped without raising (a handler swallowed SIGINT)
+        raise E.PydepthError(f"interrupted before block {err.block}") from None
     raise E.PydepthError(f"pydepth core status {err.code} ({s or 'unknown'})") from None
 
 

@@ -5,16 +5,25 @@ from typing import Any, Sequence, Tuple
 
 import numpy as np
 
+from ._checks import as_u64, plain_array
 from .config import DecoderConfig
-from .errors import TokenError
+from .errors import AllocationError, TokenError
+
+_INT64_MAX = 2**63 - 1
+#: Longest row Batch.pack builds: one row's attention weights alone would take T*T*8 bytes
+#: (8 TiB at this length) per head, so no model can read a longer one.
+MAX_ROW_LENGTH = 2**20
 
 
 def _int2d(name: str, values: Any) -> np.ndarray:
-    arr = np.asarray(values)
+    arr = plain_array(name, values, TokenError)
     if arr.dtype.kind not in "iu":
         raise TokenError(f"{name} must be integer arrays, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise TokenError(f"{name} must have rank 2 [rows, row_length], got shape {arr.shape}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > _INT64_MAX:  # would wrap negative
+        b, t = (int(x) for x in np.argwhere(arr > _INT64_MAX)[0])
+        raise TokenError(f"{name} value {int(arr[b, t])} at position [{b}, {t}] exceeds 2**63 - 1")
     return arr.astype(np.int64)
 
 
@@ -81,13 +90,17 @@ class Batch:
         """Greedy packing: each source (>= 2 ids) becomes one segment with inputs source[:-1]
         and targets source[1:]; segments fill rows of row_length in order, a new row starting
         whenever the next segment does not fit in the current one. Never truncates."""
-        if isinstance(row_length, bool) or not isinstance(row_length, (int, np.integer)) or row_length <= 0:
-            raise TokenError(f"row_length must be a positive integer, got {row_length!r}")
+        row_length = as_u64("row_length", row_length, TokenError, minimum=1, maximum=MAX_ROW_LENGTH)
+        pad_id = as_u64("pad_id", pad_id, TokenError, minimum=-_INT64_MAX - 1, maximum=_INT64_MAX)
+        try:
+            sources = list(sources)
+        except TypeError:
+            raise TokenError(f"sources must be a sequence of id sequences, got {type(sources).__name__}") from None
         if len(sources) == 0:
             raise TokenError("pack needs at least one source sequence")
         rows, current, used = [], [], 0
         for i, src in enumerate(sources):
-            arr = np.asarray(src)
+            arr = plain_array(f"source {i}", src, TokenError)
             if arr.dtype.kind not in "iu" or arr.ndim != 1:
                 raise TokenError(f"source {i} must be a 1-D integer sequence, got {arr.dtype} shape {arr.shape}")
             if arr.size < 2:
@@ -102,9 +115,12 @@ class Batch:
             used += n
         rows.append(current)
         B = len(rows)
-        tok = np.full((B, row_length), pad_id, dtype=np.int64)
-        tgt = np.full((B, row_length), pad_id, dtype=np.int64)
-        seg = np.full((B, row_length), -1, dtype=np.int64)
+        try:
+            tok = np.full((B, row_length), pad_id, dtype=np.int64)
+            tgt = np.full((B, row_length), pad_id, dtype=np.int64)
+            seg = np.full((B, row_length), -1, dtype=np.int64)
+        except MemoryError:
+            raise AllocationError(f"cannot allocate {B} rows of row_length {row_length}") from None
         for b, row in enumerate(rows):
             t = 0
             for i, arr in row:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
@@ -18,7 +19,7 @@ def _count(name: str, value: Any, *, allow_zero: bool = False) -> int:
 
 
 def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"{name} must be a real number, got {value!r}")
     try:
         return float(value)
@@ -116,6 +117,8 @@ class DecoderConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "DecoderConfig":
         """Builds a config from to_dict() output (or a reference-trace config)."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"a config must be a mapping, got {type(d).__name__}")
         required = ("vocabulary_size", "model_width", "heads", "feed_forward_width", "layers",
                     "max_positions")
         missing = [k for k in required if k not in d]

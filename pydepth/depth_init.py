@@ -19,9 +19,9 @@ from ._bits import float_bits
 from ._core import SplitMix64
 from ._checks import as_u64
 from .config import DecoderConfig
-from .errors import (AlreadyCompletedError, BudgetExceededError, DepthInitError,
+from .errors import (AlreadyCompletedError, ArgumentTypeError, BudgetExceededError, DepthInitError,
                      DepthScaleError, InvalidBudgetError, InvalidFactorError,
-                     ModifiedFreshParameterError, NotFreshError, ParameterLayoutError,
+                     ModifiedFreshParameterError, NotFreshError, ParameterLayoutError, RecordFormatError,
                      ParameterNameError, RecordMismatchError, ZeroDepthError)
 from .model import DecoderModel, NamedParameter
 
@@ -153,7 +153,7 @@ class DepthInitializationBudget:
         """Exactly the budget ``config`` needs: its stored parameter count and its position
         capacity (so a budget-edge check passes and one more parameter would not)."""
         if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         return cls(max_parameters=config.parameter_count, max_positions=config.max_positions)
 
     def check(self, config: DecoderConfig) -> None:
@@ -201,15 +201,15 @@ class DepthInitializationRecord:
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(self.config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(self.config).__name__}")
         if isinstance(self.factor, bool) or not isinstance(self.factor, (float, int)):
-            raise TypeError(f"factor must be a float, got {self.factor!r}")
+            raise ArgumentTypeError(f"factor must be a float, got {self.factor!r}")
         object.__setattr__(self, "factor", float(self.factor))
         for name in ("policy_id", "base_initializer_id"):
             if not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be a str, got {getattr(self, name)!r}")
+                raise ArgumentTypeError(f"{name} must be a str, got {getattr(self, name)!r}")
         for name in ("initial_rng_state", "final_rng_state", "transformed_tensors"):
-            object.__setattr__(self, name, _nonneg_int(name, getattr(self, name), ValueError))
+            object.__setattr__(self, name, _nonneg_int(name, getattr(self, name), RecordFormatError))
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable dict: generator states as decimal strings, the factor as a float
@@ -227,42 +227,46 @@ class DepthInitializationRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "DepthInitializationRecord":
         """Rebuilds a record from :meth:`to_dict` output, validating every field: malformed
-        values raise ``ValueError`` (:class:`ConfigError` for the configuration), values that
+        values raise :class:`RecordFormatError` (a ``ValueError``; :class:`ConfigError` for the configuration), values that
         contradict the policy, the initializer or each other raise :class:`RecordMismatchError`."""
         if not isinstance(d, Mapping):
-            raise ValueError(f"a record must be a mapping, got {type(d).__name__}")
+            raise RecordFormatError(f"a record must be a mapping, got {type(d).__name__}")
         expected = {"format", "config", "factor", "factor_bits", "policy_id", "base_initializer_id",
                     "initial_rng_state", "final_rng_state", "transformed_tensors"}
         missing = sorted(expected - set(d))
         unknown = sorted(set(d) - expected)
         if missing or unknown:
-            raise ValueError(f"record keys: missing {missing}, unknown {unknown}")
-        if d["format"] != "pydepth-depth-init-record-v1":
-            raise ValueError(f"unknown record format {d['format']!r}")
+            raise RecordFormatError(f"record keys: missing {missing}, unknown {unknown}")
+        if not isinstance(d["format"], str) or d["format"] != "pydepth-depth-init-record-v1":
+            raise RecordFormatError(f"unknown record format {d['format']!r}")
         if not isinstance(d["config"], Mapping):
-            raise ValueError(f"record config must be a mapping, got {d['config']!r}")
+            raise RecordFormatError(f"record config must be a mapping, got {d['config']!r}")
         config = DecoderConfig.from_dict(d["config"])
         factor = d["factor"]
         if isinstance(factor, bool) or not isinstance(factor, (float, int)):
-            raise ValueError(f"factor must be a number, got {factor!r}")
+            raise RecordFormatError(f"factor must be a number, got {factor!r}")
         bits = d["factor_bits"]
         if not isinstance(bits, str) or not re.fullmatch(r"[0-9a-f]{16}", bits):
-            raise ValueError(f"factor_bits must be 16 lowercase hex digits, got {bits!r}")
-        if float_bits(float(factor)) != bits:
+            raise RecordFormatError(f"factor_bits must be 16 lowercase hex digits, got {bits!r}")
+        try:
+            factor = float(factor)
+        except OverflowError:
+            raise RecordFormatError(f"factor {factor!r} is not representable as a float64") from None
+        if float_bits(factor) != bits:
             raise RecordMismatchError(
                 f"factor {factor!r} has bits {float_bits(float(factor))}, record says {bits}")
         states = []
         for key in ("initial_rng_state", "final_rng_state"):
             s = d[key]
             if not isinstance(s, str) or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= _U64:
-                raise ValueError(f"{key} must be a decimal string of an integer in [0, 2**64), got {s!r}")
+                raise RecordFormatError(f"{key} must be a decimal string of an integer in [0, 2**64), got {s!r}")
             states.append(int(s))
         transformed = d["transformed_tensors"]
         if isinstance(transformed, bool) or not isinstance(transformed, int):
-            raise ValueError(f"transformed_tensors must be an integer, got {transformed!r}")
+            raise RecordFormatError(f"transformed_tensors must be an integer, got {transformed!r}")
         for key in ("policy_id", "base_initializer_id"):
             if not isinstance(d[key], str):
-                raise ValueError(f"{key} must be a str, got {d[key]!r}")
+                raise RecordFormatError(f"{key} must be a str, got {d[key]!r}")
         record = cls(config, float(factor), d["policy_id"], d["base_initializer_id"], states[0],
                      states[1], transformed)
         _check_record(record)
@@ -311,9 +315,9 @@ class DepthInitializedDecoder:
 
     def __init__(self, model: DecoderModel, record: DepthInitializationRecord) -> None:
         if not isinstance(model, DecoderModel):
-            raise TypeError(f"model must be a DecoderModel, got {type(model).__name__}")
+            raise ArgumentTypeError(f"model must be a DecoderModel, got {type(model).__name__}")
         if not isinstance(record, DepthInitializationRecord):
-            raise TypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
+            raise ArgumentTypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
         if model.config != record.config:
             raise RecordMismatchError(f"model configuration {model.config} differs from the record's {record.config}")
         _check_record(record)
@@ -348,10 +352,10 @@ class DepthInitializedDecoder:
         except TypeError:
             raise RecordMismatchError(f"parameters must be a sequence of NamedParameter, got "
                                       f"{type(parameters).__name__}") from None
+        if len(params) != record.config.parameter_tensor_count:  # before the O(layers) layout
+            raise RecordMismatchError(f"record layout has {record.config.parameter_tensor_count} "
+                                      f"parameter tensors, got {len(params)}")
         layout = record.config.parameter_layout()
-        if len(params) != len(layout):
-            raise RecordMismatchError(
-                f"record layout has {len(layout)} parameter tensors, got {len(params)}")
         for i, (p, (name, shape)) in enumerate(zip(params, layout)):
             if not isinstance(p, NamedParameter):
                 raise RecordMismatchError(f"parameter {i} must be a NamedParameter, got {type(p).__name__}")
@@ -387,7 +391,7 @@ class FreshDepthInitialization:
 
     def __init__(self, *args: Any, _token: object = None, **kwargs: Any) -> None:
         if _token is not _PREPARE_TOKEN:
-            raise TypeError("use FreshDepthInitialization.prepare(config, budget, rng)")
+            raise ArgumentTypeError("use FreshDepthInitialization.prepare(config, budget, rng)")
 
     @classmethod
     def prepare(cls, config: DecoderConfig, budget: DepthInitializationBudget,
@@ -399,11 +403,11 @@ class FreshDepthInitialization:
         :class:`BudgetExceededError` naming both numbers when the parameter count or the
         position capacity exceeds ``budget``; ``rng`` is never advanced here."""
         if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not isinstance(budget, DepthInitializationBudget):
-            raise TypeError(f"budget must be a DepthInitializationBudget, got {type(budget).__name__}")
+            raise ArgumentTypeError(f"budget must be a DepthInitializationBudget, got {type(budget).__name__}")
         if not isinstance(rng, SplitMix64):
-            raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+            raise ArgumentTypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
         policy = DepthScalePolicy(config.layers)
         budget.check(config)
         initial = rng.state

@@ -6,6 +6,25 @@ class PydepthError(Exception):
     """Base class of every pydepth error."""
 
 
+class ArgumentTypeError(PydepthError, TypeError):
+    """An argument has the wrong type; the message names the argument and what it got."""
+
+
+class UnknownNameError(PydepthError, KeyError):
+    """No parameter or recorded value has this name."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class GeneratorStateError(PydepthError, ValueError):
+    """A SplitMix64 seed or state is not an integer in [0, 2**64)."""
+
+
+class ThreadCountError(PydepthError, ValueError):
+    """A kernel thread count is not an integer in [1, 1024]."""
+
+
 class ConfigError(PydepthError, ValueError):
     """An invalid decoder configuration."""
 
@@ -66,12 +85,20 @@ class NotFreshError(DepthInitError, ValueError):
     """Only a Fresh source may be initialized."""
 
 
+class RecordFormatError(DepthInitError, ValueError):
+    """A construction record field is malformed (missing, mistyped, out of range)."""
+
+
 class RecordMismatchError(DepthInitError, ValueError):
     """A construction record does not match the supplied parameters."""
 
 
 class AutodiffError(PydepthError):
     """The reverse pass cannot run."""
+
+
+class ForeignRecordError(AutodiffError, ValueError):
+    """A forward record was produced by another model."""
 
 
 class StaleOperandError(AutodiffError):

@@ -23,8 +23,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import (EmptyValidityError, InvalidBandError, InvalidGeometryError, InvalidNormalizerError,
-                     MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
+from ._checks import plain_array
+from .errors import (ArgumentTypeError, EmptyValidityError, InvalidBandError, InvalidGeometryError,
+                     InvalidNormalizerError, MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
 from .model import DecoderModel, ForwardRecord, GraphValue
 
 __all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
@@ -76,7 +77,7 @@ def classify_ratio(x: float, band: BandLike = None) -> RatioBand:
     (both endpoints included). Non-finite ratios raise :class:`NonFiniteValueError`; a bad
     band raises :class:`InvalidBandError`."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"ratio must be a real number, got {x!r}")
+        raise ArgumentTypeError(f"ratio must be a real number, got {x!r}")
     low, high = check_band(band)
     v = float(x)
     if not math.isfinite(v):
@@ -104,8 +105,8 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
     no square can overflow or underflow the result is the reference's ``sqrt(sum(x*x)/n)``
     summed sequentially in row-major order; otherwise the values are first divided by their
     largest magnitude."""
-    arr = np.asarray(values, dtype=np.float64)
-    mask = np.asarray(valid)
+    arr = plain_array(what, values, InvalidGeometryError, dtype=np.float64)
+    mask = plain_array("validity mask", valid, InvalidGeometryError)
     if mask.dtype != np.bool_:
         raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
     if arr.ndim < mask.ndim or arr.shape[:mask.ndim] != mask.shape:
@@ -337,7 +338,7 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
     if not acts or len(acts) != len(grads):
         raise InvalidGeometryError(f"{len(acts)} site activations and {len(grads)} adjoints: "
                                    "need the same positive number of sites")
-    mask = np.asarray(valid)
+    mask = plain_array("validity mask", valid, InvalidGeometryError)
     shapes = [np.shape(a) for a in acts]
     for i, (shape, g) in enumerate(zip(shapes, grads)):
         if shape != shapes[0]:
@@ -355,11 +356,11 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
 def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, valid: Optional[Any]) -> np.ndarray:
     """Every check of the caller's objects that needs no adjoint; returns the validity mask."""
     if not isinstance(model, DecoderModel):
-        raise TypeError(f"model must be a DecoderModel, got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a DecoderModel, got {type(model).__name__}")
     if not isinstance(fwd, ForwardRecord):
-        raise TypeError(f"fwd must be a ForwardRecord, got {type(fwd).__name__}")
+        raise ArgumentTypeError(f"fwd must be a ForwardRecord, got {type(fwd).__name__}")
     if not isinstance(loss, GraphValue):
-        raise TypeError(f"loss must be a GraphValue, got {type(loss).__name__}")
+        raise ArgumentTypeError(f"loss must be a GraphValue, got {type(loss).__name__}")
     cfg = model.config
     embedding_shape = fwd.embedding.shape
     if (fwd.model is not model or len(fwd.blocks) != cfg.layers
@@ -370,7 +371,7 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
     if valid is None:
         mask = np.asarray(fwd.valid)
     else:
-        mask = np.asarray(valid)
+        mask = plain_array("validity mask", valid, InvalidGeometryError)
         if mask.dtype != np.bool_:
             raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
     if mask.shape != tuple(fwd.token_shape):
@@ -388,20 +389,14 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
     return mask
 
 
-def _site_adjoints(model: DecoderModel, loss: GraphValue, sites: Sequence[GraphValue],
-                   accumulate_gradients: bool) -> List[np.ndarray]:
-    """One reverse pass returning each site's completed adjoint; with ``accumulate_gradients``
-    false every parameter gradient is restored to its value before the pass."""
-    saved = None if accumulate_gradients else [np.array(p.grad) for p in model.parameters]
-    try:
-        adjoints = loss.backward_with_selected_adjoints(sites)
-    finally:
-        if saved is not None:
-            for p, g in zip(model.parameters, saved):
-                p._p.restore_grad(g.reshape(-1))
+def _site_adjoints(loss: GraphValue, sites: Sequence[GraphValue]) -> List[np.ndarray]:
+    """One reverse pass returning each site's completed adjoint; its parameter contributions
+    wait on the graph (loss._commit() or loss._discard()) until every check has passed."""
+    adjoints = loss._reverse(sites, commit=False)
     out = []
     for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
         if adjoint is None:
+            loss._discard()
             raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
         out.append(adjoint)
     return out
@@ -420,11 +415,12 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
     Gradients: the observer runs exactly one ordinary reverse pass of ``loss``. By default
     (the chapter's behaviour) that pass accumulates parameter gradients exactly as
     ``loss.backward()`` would, so do not call ``loss.backward()`` again for the same step.
-    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was (it costs
-    one copy of the gradients). It adds no graph operation, random draw or weight change. Every
+    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was. The pass's
+    contribution is committed only after every check (G_2L included) passed, so a refusal never
+    changes a gradient. It adds no graph operation, random draw or weight change. Every
     check that needs no adjoint runs before the reverse pass."""
     if not isinstance(accumulate_gradients, bool):
-        raise TypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
+        raise ArgumentTypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
     low_high = check_band(band)
     mask = _observed_mask(model, fwd, loss, valid)
     sites = list(fwd.residual_sites)
@@ -433,17 +429,26 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
                    valid_feature_rms(blk.feed_forward_output.value, mask, what=blk.feed_forward_output.name))
                   for blk in fwd.blocks]
     _positive_normalizer(activations[0], _A0)
-    adjoints = _site_adjoints(model, loss, sites, accumulate_gradients)
-    gradients = []
-    for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
-        if tuple(adjoint.shape) != tuple(site.shape):
-            raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
-        gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
-    branches = tuple(
-        BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
-                        attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
-                        feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
-        for b, (att, ffn) in enumerate(branch_rms))
-    return health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
-                                  width=model.config.model_width, band=low_high,
-                                  branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
+    adjoints = _site_adjoints(loss, sites)
+    try:
+        gradients = []
+        for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
+            if tuple(adjoint.shape) != tuple(site.shape):
+                raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
+            gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
+        branches = tuple(
+            BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,
+                            attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
+                            feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
+            for b, (att, ffn) in enumerate(branch_rms))
+        report = health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
+                                        width=model.config.model_width, band=low_high,
+                                        branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
+    except BaseException:
+        loss._discard()  # a refusal (G_2L = 0, ...) leaves every gradient as it was
+        raise
+    if accumulate_gradients:
+        loss._commit()
+    else:
+        loss._discard()
+    return report

@@ -10,11 +10,13 @@ import numpy as np
 
 from . import _core, _nodes
 from ._core import SplitMix64
-from ._translate import raise_core
+from ._translate import NO_LOSS, raise_core
 from .batch import Batch
 from .config import DecoderConfig
-from .errors import (AllocationError, AutodiffError, GraphReleasedError, ParameterLayoutError,
-                     ParameterNameError, PydepthError, StateDictError, TokenError)
+from ._checks import plain_array
+from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
+                     GraphReleasedError, ParameterLayoutError, ParameterNameError, PydepthError,
+                     StateDictError, TokenError, UnknownNameError)
 
 _local = threading.local()
 
@@ -51,6 +53,14 @@ def _validate_name(name: Any) -> str:
     return name
 
 
+def _real_array(name: str, values: Any) -> np.ndarray:
+    """values as a C-contiguous float64 array; bool, complex, string and object data refused."""
+    arr = plain_array(f"parameter {name}", values, ParameterLayoutError)
+    if arr.dtype.kind not in "iuf":
+        raise ParameterLayoutError(f"parameter {name} needs real numbers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
 class NamedParameter:
     """A named float64 parameter tensor with an accumulated gradient and a value revision."""
 
@@ -58,11 +68,11 @@ class NamedParameter:
 
     def __init__(self, name: str, array: Any) -> None:
         self._name = _validate_name(name)
-        arr = np.asarray(array)
-        if arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
-            raise ParameterLayoutError(f"parameter {name} needs real numbers, got dtype {arr.dtype}")
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
-        self._p = _core._Param(tuple(int(d) for d in arr.shape))
+        arr = _real_array(name, array)
+        try:
+            self._p = _core._Param(tuple(int(d) for d in arr.shape))
+        except (MemoryError, _core.CoreError):
+            raise AllocationError(f"cannot allocate parameter {name} of shape {arr.shape}") from None
         self._p.assign(arr.reshape(-1))
 
     @classmethod
@@ -103,8 +113,8 @@ class NamedParameter:
         return self._p.revision
 
     def assign(self, values: Any) -> None:
-        """Replaces the stored values (same shape, finite) and advances the revision."""
-        arr = np.asarray(values, dtype=np.float64)
+        """Replaces the stored values (same shape, real, finite) and advances the revision."""
+        arr = _real_array(self._name, values)
         if arr.shape != self.shape:
             raise ParameterLayoutError(f"{self._name}: expected shape {self.shape}, got {arr.shape}")
         bad = np.flatnonzero(~np.isfinite(arr))
@@ -179,21 +189,20 @@ class GraphValue:
     def backward_with_selected_adjoints(self, selected: Sequence["GraphValue"]) -> List[Optional[np.ndarray]]:
         """One ordinary reverse pass that also returns the completed adjoints of the selected
         values (None for a value that is not in this loss's graph)."""
+        return self._reverse(selected, commit=True)
+
+    def _reverse(self, selected: Sequence["GraphValue"], *, commit: bool) -> List[Optional[np.ndarray]]:
+        """The reverse pass; with commit=False the parameter contributions wait on the graph
+        for _commit() (or are dropped by _discard()) so a caller can check adjoints first."""
         if self._kind != _nodes.LOSS:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
         rec._check_alive()
-        if not selected:
-            try:
-                rec._graph.backward([], [])
-            except _core.CoreError as err:
-                raise_core(err, param_names=[p.name for p in rec.model.parameters])
-            return []
         wanted, buffers, where = [], [], []
         results: List[Optional[np.ndarray]] = [None] * len(selected)
         for i, v in enumerate(selected):
             if not isinstance(v, GraphValue):
-                raise TypeError(f"selected[{i}] must be a GraphValue, got {type(v).__name__}")
+                raise ArgumentTypeError(f"selected[{i}] must be a GraphValue, got {type(v).__name__}")
             if v._record is rec and rec._graph.recorded:
                 shape = rec._shape(v._block, v._kind)
                 if shape is None:
@@ -203,13 +212,25 @@ class GraphValue:
                 buffers.append(buf)
                 where.append((i, shape))
         try:
-            found = rec._graph.backward(wanted, buffers)
+            found = rec._graph.backward(wanted, buffers, commit)
         except _core.CoreError as err:
             raise_core(err, param_names=[p.name for p in rec.model.parameters])
         for (i, shape), buf, ok in zip(where, buffers, found):
             if ok:
                 results[i] = buf.reshape(shape)
         return results
+
+    def _commit(self) -> None:
+        """Adds the waiting pass of _reverse(commit=False) to the parameter gradients."""
+        rec = self._record
+        try:
+            rec._graph.commit()
+        except _core.CoreError as err:
+            raise_core(err, param_names=[p.name for p in rec.model.parameters])
+
+    def _discard(self) -> None:
+        """Drops the waiting pass of _reverse(commit=False); the gradients stay as they are."""
+        self._record._graph.discard()
 
     def __repr__(self) -> str:
         return f"GraphValue({self.name}, shape={self.shape})"
@@ -227,7 +248,7 @@ class BlockForward:
     def value(self, name: str) -> GraphValue:
         """A value by its in-block trace name, e.g. 'attention.weights'."""
         if name not in _nodes.BLOCK_KIND:
-            raise KeyError(f"no block value is named {name!r}")
+            raise UnknownNameError(f"no block value is named {name!r}")
         return self._record._value(self._block, _nodes.BLOCK_KIND[name])
 
     @property
@@ -346,7 +367,7 @@ class ForwardRecord:
         """A value by its full trace name, e.g. 'blocks.0.attention.weights' or 'logits'."""
         block, kind = _nodes.parse_name(name)
         if block >= self.model.config.layers:
-            raise KeyError(f"no recorded value is named {name!r}")
+            raise UnknownNameError(f"no recorded value is named {name!r}")
         if kind == _nodes.LOSS:
             return self.mean_loss
         return self._value(block, kind)
@@ -361,6 +382,7 @@ class ForwardRecord:
     @property
     def mean_loss(self) -> GraphValue:
         """The attached mean loss; see loss()."""
+        self._check_alive()
         if not self._graph.has_loss:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
         return self._value(-1, _nodes.LOSS)
@@ -369,6 +391,7 @@ class ForwardRecord:
     def per_target_nll(self) -> np.ndarray:
         """Each valid position's NLL in nats [B, T] (+0.0 at invalid positions), as summed
         into the mean loss; requires an attached loss."""
+        self._check_alive()
         if not self._graph.has_loss:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
         return self._view(-1, _nodes.PER_TARGET_NLL).reshape(self.token_shape)
@@ -387,6 +410,8 @@ class ForwardRecord:
         try:
             self._graph.attach_loss(tg.reshape(-1))
         except _core.CoreError as err:
+            if err.code == NO_LOSS:  # another thread attached one meanwhile
+                raise AutodiffError("this forward record already carries a loss") from None
             raise_core(err, token_shape=self.token_shape, ids=shown,
                        vocabulary_size=self.model.config.vocabulary_size, masked=self._mask is not None)
         return self._value(-1, _nodes.LOSS)
@@ -401,7 +426,7 @@ class ForwardRecord:
 
 
 def _int_array(name: str, values: Any) -> np.ndarray:
-    arr = np.asarray(values)
+    arr = plain_array(name, values, TokenError)
     if arr.dtype.kind not in "iu":
         if arr.dtype.kind == "f" and arr.size and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
             raise TokenError(f"{name} must have an integer dtype, got {arr.dtype}")
@@ -456,9 +481,10 @@ class DecoderModel:
 
     def __init__(self, config: DecoderConfig, rng: SplitMix64) -> None:
         if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not isinstance(rng, SplitMix64):
-            raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+            raise ArgumentTypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+        _check_allocatable(config)
         layout = config.parameter_layout()
         try:
             raw = [_core._Param(shape) for _, shape in layout]
@@ -475,7 +501,7 @@ class DecoderModel:
         """Assembles a model from an exact parameter list (shared, not copied), after checking
         count, names, order, shapes and finiteness; nothing is built when a check fails."""
         if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         validate_parameter_layout(config, parameters)
         self = cls.__new__(cls)
         self._setup(config, list(parameters))
@@ -511,7 +537,7 @@ class DecoderModel:
         try:
             return self._by_name[name]
         except KeyError:
-            raise KeyError(f"model has no parameter named {name!r}") from None
+            raise UnknownNameError(f"model has no parameter named {name!r}") from None
 
     @property
     def parameter_count(self) -> int:
@@ -566,6 +592,8 @@ class DecoderModel:
         (default: True outside :func:`no_grad`); with ``record=False`` the same bits are
         computed and only the residual sites, final norm output and logits are kept. Either way
         the result is a :class:`ForwardRecord`."""
+        if record is not None and not isinstance(record, (bool, np.bool_)):
+            raise ArgumentTypeError(f"record must be True, False or None, got {record!r}")
         shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         rec = is_recording() if record is None else bool(record)
         try:
@@ -580,7 +608,7 @@ class DecoderModel:
         targets, a pydepth.Batch (its own targets), or a ForwardRecord of this model."""
         if isinstance(source, ForwardRecord):
             if source.model is not self:
-                raise ValueError("the forward record was produced by another model")
+                raise ForeignRecordError("the forward record was produced by another model")
             return source.loss(targets)
         fwd = self.forward(source, record=record)
         return fwd.loss(targets)
@@ -625,12 +653,29 @@ def _checked_state(config: DecoderConfig, state: Any, strict: bool) -> Tuple[Dic
     return out, missing, unexpected
 
 
+# Python objects per parameter tensor (two wrappers, a name, a layout entry), in float64 units
+_TENSOR_OVERHEAD = 64
+
+
+def _check_allocatable(config: DecoderConfig) -> None:
+    """Refuses in O(1), before anything proportional to the layer count is built, a model whose
+    values, gradients and RoPE tables cannot be allocated now."""
+    need = (2 * config.parameter_count + config.max_positions * config.head_width
+            + _TENSOR_OVERHEAD * config.parameter_tensor_count)
+    if need >= 2**61 or not _core.can_allocate(need):
+        raise AllocationError(
+            f"cannot allocate {config.parameter_count} parameters in {config.parameter_tensor_count} "
+            f"tensors ({config.layers} layers) with their gradients and RoPE tables for "
+            f"max_positions {config.max_positions}: {need * 8} bytes")
+
+
 def validate_parameter_layout(config: DecoderConfig, parameters: Sequence[NamedParameter]) -> None:
     """Checks count, names in order, shapes and finiteness against config's layout."""
-    layout = config.parameter_layout()
     params = list(parameters)
-    if len(params) != len(layout):
-        raise ParameterLayoutError(f"expected {len(layout)} parameter tensors (9*layers+2), got {len(params)}")
+    if len(params) != config.parameter_tensor_count:  # before building the O(layers) layout
+        raise ParameterLayoutError(f"expected {config.parameter_tensor_count} parameter tensors "
+                                   f"(9*layers+2), got {len(params)}")
+    layout = config.parameter_layout()
     seen = set()
     for i, (p, (name, shape)) in enumerate(zip(params, layout)):
         if not isinstance(p, NamedParameter):

@@ -249,23 +249,23 @@ def test_missing_adjoint_and_adjoint_geometry(monkeypatch):
     model = narrow(2)
     fwd = model.forward(TOKENS)
     loss = fwd.loss(TARGETS)
-    real = pydepth.GraphValue.backward_with_selected_adjoints
+    real = pydepth.GraphValue._reverse
 
-    def drop_site_three(self, selected):
-        out = real(self, selected)
+    def drop_site_three(self, selected, **kw):
+        out = real(self, selected, **kw)
         out[3] = None
         return out
 
-    monkeypatch.setattr(pydepth.GraphValue, "backward_with_selected_adjoints", drop_site_three)
+    monkeypatch.setattr(pydepth.GraphValue, "_reverse", drop_site_three)
     with pytest.raises(MissingAdjointError, match="site 3 .block.1.after_attention"):
         observe_residual_health(model, fwd, loss)
 
-    def reshape_site_one(self, selected):
-        out = real(self, selected)
+    def reshape_site_one(self, selected, **kw):
+        out = real(self, selected, **kw)
         out[1] = out[1].reshape(-1)
         return out
 
-    monkeypatch.setattr(pydepth.GraphValue, "backward_with_selected_adjoints", reshape_site_one)
+    monkeypatch.setattr(pydepth.GraphValue, "_reverse", reshape_site_one)
     fwd = model.forward(TOKENS)
     with pytest.raises(InvalidGeometryError, match="site 1"):
         observe_residual_health(model, fwd, fwd.loss(TARGETS))
