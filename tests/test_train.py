@@ -119,6 +119,12 @@ def test_refusals_name_the_problem(tmp_path, config, capsys):
     assert "--batch 3 (checkpoint: 1)" in capsys.readouterr().err
     assert run("train", CORPUS, "--steps", 2, "--out", tmp_path / "r") == 1
     assert "--config is required" in capsys.readouterr().err
+    assert run("train", CORPUS, "--config", config, "--steps", "1,2", "--out", tmp_path / "x") == 1
+    assert "--steps must be one positive integer for train, got '1,2'" in capsys.readouterr().err
+    assert run("train", CORPUS, "--config", config, "--lr", "nan", "--out", tmp_path / "x") == 1
+    assert "--lr must be a finite positive number, got nan" in capsys.readouterr().err
+    assert run("train", CORPUS, "--config", config, "--weight-decay", "-1", "--out", tmp_path / "x") == 1
+    assert "weight_decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
 
 
 def test_packed_batches_fill_every_row_with_byte_segments_drawn_from_the_generator():

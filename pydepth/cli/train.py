@@ -30,14 +30,15 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("text_file", metavar="TEXT_FILE", help="training text; paragraphs (blank-line separated) are documents")
     p.add_argument("--config", metavar="CONFIG.json", help="DecoderConfig as JSON (vocabulary_size >= 256); "
                    "required unless --resume")
-    p.add_argument("--steps", type=_args.positive, help="total optimizer steps (default 200, or the resumed run's)")
+    p.add_argument("--steps", type=str, metavar="N", help="train up to optimizer step N (default 200, or the "
+                   "resumed run's total)")
     p.add_argument("--batch", type=_args.positive, help="rows per step (default 4)")
     p.add_argument("--sequence-length", type=_args.positive, dest="tokens", metavar="T",
                    help="positions per row (default: the config's max_positions)")
-    p.add_argument("--lr", type=_positive_float, help="peak learning rate (default 3e-3)")
+    p.add_argument("--lr", type=float, help="AdamW peak learning rate (default 3e-3)")
     p.add_argument("--min-lr", type=_nonnegative_float, help="final learning rate of the cosine (default lr/10)")
     p.add_argument("--warmup", type=_nonnegative_int, help="linear warmup steps (default steps/10)")
-    p.add_argument("--weight-decay", type=_nonnegative_float, help="AdamW decoupled weight decay (default 0.01)")
+    p.add_argument("--weight-decay", type=float, help="AdamW decoupled weight decay (default 0.01)")
     p.add_argument("--seed", type=_args.seed, help="SplitMix64 seed of the initialization and the batches (default 0)")
     p.add_argument("--policy", choices=("scaled", "unscaled"), help="depth-scaled initialization (default) or "
                    "the same base draw unscaled")
@@ -52,10 +53,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    "(needs pip install 'pydepth[plot]')")
 
 
-def _positive_float(text: str) -> float:
-    v = _nonnegative_float(text)
-    if v == 0.0:
-        raise argparse.ArgumentTypeError("expected a positive number, got 0")
+def _total_steps(text: Optional[str]) -> Optional[int]:
+    """--steps N: one positive step count (the option shares sweep's spelling, a string)."""
+    if text is None:
+        return None
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError(f"--steps must be one positive integer for train, got {text!r}") from None
+    if v <= 0:
+        raise ValueError(f"--steps must be positive, got {v}")
     return v
 
 
@@ -112,8 +119,10 @@ def _settings(args: argparse.Namespace, saved: Optional[Dict[str, Any]], config:
         if clash:
             raise ValueError("a resumed run keeps its settings; these differ: " + ", ".join(clash))
         return dict(saved)
-    steps = args.steps or 200
+    steps = _total_steps(args.steps) or 200
     lr = 3e-3 if args.lr is None else args.lr
+    if not (math.isfinite(lr) and lr > 0.0):
+        raise ValueError(f"--lr must be a finite positive number, got {lr!r}")
     return {"policy": args.policy or "scaled", "seed": 0 if args.seed is None else args.seed,
             "batch": args.batch or 4, "tokens": args.tokens or config.max_positions, "lr": lr,
             "min_lr": lr / 10 if args.min_lr is None else args.min_lr,
@@ -155,13 +164,13 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--config {args.config} differs from the checkpoint's configuration")
         settings = _settings(args, saved, ck.config)
         model, optimizer, rng, record, step = ck.model, ck.optimizer(), ck.rng, ck.record, ck.step
-        total = args.steps or saved["steps"]
+        total = _total_steps(args.steps) or saved["steps"]
     else:
         if not args.config:
             raise ValueError("--config is required unless --resume is given")
         config = _args.load_config(args.config)
         settings = _settings(args, None, config)
-        total = args.steps or 200
+        total = _total_steps(args.steps) or 200
         check_byte_config(config, settings["tokens"])
         rng = SplitMix64(settings["seed"])
         if settings["policy"] == "scaled":
