@@ -10,7 +10,6 @@ from .config import DecoderConfig
 from .health import DepthHealthReport, check_band
 from .plot_style import (PlotDependencyError, figure_title, new_figure, plot_ratios, save_figure,
                          wrap_title)
-from .plot_style import pyplot as _pyplot  # noqa: F401  (older name; new code uses plot_style.pyplot)
 
 __all__ = ["PlotDependencyError", "plot_demo", "plot_report", "report_figure", "describe_config"]
 

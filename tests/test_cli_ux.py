@@ -43,7 +43,9 @@ def test_every_option_of_every_subcommand_has_help():
 
 
 # Options the shared helpers in pydepth/cli/_args.py define: one name, one meaning everywhere.
-SHARED = ("--config", "--seed", "--format", "--output", "--band", "--control", "--batch")
+# --tokens is always token ids; a count of tokens per row is --sequence-length.
+SHARED = ("--config", "--seed", "--format", "--output", "--band", "--control", "--batch", "--tokens",
+          "--sequence-length")
 
 
 def test_a_shared_option_means_one_thing_everywhere():
@@ -54,7 +56,7 @@ def test_a_shared_option_means_one_thing_everywhere():
             if action.help == argparse.SUPPRESS:
                 continue
             for opt in set(action.option_strings) & set(SHARED):
-                kind = (action.type, action.nargs, action.const, action.choices, action.metavar)
+                kind = (action.type, action.nargs, action.const, action.choices)
                 assert seen.setdefault(opt, (name, kind))[1] == kind, (
                     f"{opt} differs between {seen[opt][0]} and {name}")
     assert {"--config", "--seed", "--format", "--output", "--band", "--control"} <= set(seen)
