@@ -51,12 +51,6 @@ typedef struct {
     double *arena;
 } backward_scratch;
 
-#define TRY(call)                                                                       \
-    do {                                                                                \
-        pd_status st_ = (call);                                                         \
-        if (st_ != PD_OK) return st_;                                                   \
-    } while (0)
-
 /* Copies a completed adjoint (canonical zeros) into every request for (block, kind). */
 static void capture(const selection *s, int block, int kind, const double *src, size_t n) {
     for (size_t i = 0; i < s->n; i++) {
@@ -72,17 +66,10 @@ static int wants(const selection *s, int block, int kind) {
     return 0;
 }
 
-/* Refuses a non-finite adjoint, reported as (block, kind). */
-static pd_status check_finite(const double *v, size_t n, int block, int kind, pd_error *e) {
-    size_t where;
-    if (pd_all_finite(v, n, &where)) return PD_OK;
-    return pd_fail(e, PD_ERR_NONFINITE, where, v[where], block, kind);
-}
-
 /* A completed adjoint: refused when not finite, else handed to every request for it. */
 static pd_status completed(const selection *s, int block, int kind, const double *v, size_t n,
                            pd_error *e) {
-    TRY(check_finite(v, n, block, kind, e));
+    PD_TRY(pd_check_finite(v, n, block, kind, e));
     capture(s, block, kind, v, n);
     return PD_OK;
 }
@@ -111,11 +98,11 @@ static pd_status head_backward(const pd_graph *g, const selection *sel, backward
     pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
-    TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
+    PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
     wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
                   &g->final_norm, NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL);
-    return check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
+    return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
 
 /* block_forward read backwards: s->residual holds the adjoint of the block output on entry and
@@ -136,32 +123,32 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_FFN_OUTPUT, A, N * W); /* the residual add hands A unchanged to ffn_out */
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
     wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
-    TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
+    PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     pd_swiglu_backward(N * F, d->product, r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear,
                        d->gate_silu, d->up, d->gate_linear);
-    TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
-    TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
+    PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
+    PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
     wgrad(B, T, W, F, r->ffn_norm.out, d->up, G[PD_P_WU]);
     wgrad(B, T, W, F, r->ffn_norm.out, d->gate_linear, G[PD_P_WG]);
     pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
-    TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
+    PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
     norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, A, AA,
                   G[PD_P_FFN_GAIN], NULL, NULL, NULL);
-    TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
+    PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
     wgrad(B, T, W, W, r->merged, AA, G[PD_P_WO]);
-    TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
+    PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
     pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
-    TRY(pd_attention_backward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
+    PD_TRY(pd_attention_backward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
                               d->head_outputs, d->rot_query_heads, d->rot_key_heads, d->value_heads, e));
-    TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
-    TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
-    TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
+    PD_TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
+    PD_TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
+    PD_TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
     pd_rope_apply(B, H, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_query_heads, d->query_heads, 1);
     pd_rope_apply(B, KVH, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_key_heads, d->key_heads, 1);
     capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
@@ -175,13 +162,13 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0);
     pd_mm_nt(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1);
     pd_mm_nt(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1);
-    TRY(completed(sel, blk, PD_N_ATTN_NORM_OUTPUT, d->attn_norm_out, N * W, e));
+    PD_TRY(completed(sel, blk, PD_N_ATTN_NORM_OUTPUT, d->attn_norm_out, N * W, e));
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
     double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
     norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, AA, A,
                   G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m);
-    TRY(check_finite(A, N * W, blk, PD_N_ADJOINT, e));
+    PD_TRY(pd_check_finite(A, N * W, blk, PD_N_ADJOINT, e));
     if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
     if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);
     if (cap_m) capture(sel, blk, PD_N_ATTN_MEAN_SQUARE, cap_m, N);

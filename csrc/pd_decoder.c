@@ -194,13 +194,6 @@ static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, 
     r->weights = p; /* B * H * T * T */
 }
 
-#define CHECK_FINITE(buf, n, blk, kind)                                                   \
-    do {                                                                                  \
-        size_t where_;                                                                    \
-        if (!pd_all_finite((buf), (n), &where_))                                          \
-            return pd_fail(e, PD_ERR_NONFINITE, where_, (buf)[where_], (blk), (kind));    \
-    } while (0)
-
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
     const pd_config *c = &g->model->cfg;
@@ -217,45 +210,42 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     const size_t KVD = m->kv_width, D = m->head_width;
     pd_param *const *P = m->params + 1 + 9 * b;
     const int blk = (int)b;
-    pd_status st = norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &r->attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e);
-    if (st != PD_OK) return st;
+    PD_TRY(norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &r->attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e));
     const double *an = r->attn_norm.out;
     pd_mm_nn(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0);
     pd_mm_nn(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0);
     pd_mm_nn(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0);
-    CHECK_FINITE(g->q, N * W, blk, PD_N_QUERY_HEADS);
-    CHECK_FINITE(g->k, N * KVD, blk, PD_N_KEY_HEADS);
-    CHECK_FINITE(g->v, N * KVD, blk, PD_N_VALUE_HEADS);
+    PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
+    PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
+    PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
     pd_split_heads(B, T, c->heads, D, g->q, r->query_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->k, r->key_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->v, r->value_heads);
     pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->query_heads, r->rot_query_heads, 0);
     pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->key_heads, r->rot_key_heads, 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
-    st = pd_attention_forward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
-                              r->head_outputs, blk, e);
-    if (st != PD_OK) return st;
-    CHECK_FINITE(r->head_outputs, N * W, blk, PD_N_HEAD_OUTPUTS);
+    PD_TRY(pd_attention_forward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
+                                r->head_outputs, blk, e));
+    PD_TRY(pd_check_finite(r->head_outputs, N * W, blk, PD_N_HEAD_OUTPUTS, e));
     pd_merge_heads(B, T, c->heads, D, r->head_outputs, r->merged);
     pd_mm_nn(N, W, W, r->merged, W, P[PD_P_WO]->value, W, r->attn_out, W, 0);
-    CHECK_FINITE(r->attn_out, N * W, blk, PD_N_ATTN_OUTPUT);
+    PD_TRY(pd_check_finite(r->attn_out, N * W, blk, PD_N_ATTN_OUTPUT, e));
     pd_add_vec(N * W, x, r->attn_out, r->after_attn);
-    CHECK_FINITE(r->after_attn, N * W, blk, PD_N_AFTER_ATTENTION);
-    st = norm_forward(g, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e);
-    if (st != PD_OK) return st;
+    PD_TRY(pd_check_finite(r->after_attn, N * W, blk, PD_N_AFTER_ATTENTION, e));
+    PD_TRY(norm_forward(g, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e));
     const double *fn = r->ffn_norm.out;
     pd_mm_nn(N, W, F, fn, W, P[PD_P_WG]->value, F, r->gate_linear, F, 0);
-    CHECK_FINITE(r->gate_linear, N * F, blk, PD_N_GATE_LINEAR);
+    PD_TRY(pd_check_finite(r->gate_linear, N * F, blk, PD_N_GATE_LINEAR, e));
     pd_silu_forward(N * F, r->gate_linear, r->gate_sigmoid, r->gate_silu);
-    CHECK_FINITE(r->gate_silu, N * F, blk, PD_N_GATE_SILU);
+    PD_TRY(pd_check_finite(r->gate_silu, N * F, blk, PD_N_GATE_SILU, e));
     pd_mm_nn(N, W, F, fn, W, P[PD_P_WU]->value, F, r->up, F, 0);
-    CHECK_FINITE(r->up, N * F, blk, PD_N_UP);
+    PD_TRY(pd_check_finite(r->up, N * F, blk, PD_N_UP, e));
     pd_mul_vec(N * F, r->gate_silu, r->up, r->product);
-    CHECK_FINITE(r->product, N * F, blk, PD_N_PRODUCT);
+    PD_TRY(pd_check_finite(r->product, N * F, blk, PD_N_PRODUCT, e));
     pd_mm_nn(N, F, W, r->product, F, P[PD_P_WD]->value, W, r->ffn_out, W, 0);
-    CHECK_FINITE(r->ffn_out, N * W, blk, PD_N_FFN_OUTPUT);
+    PD_TRY(pd_check_finite(r->ffn_out, N * W, blk, PD_N_FFN_OUTPUT, e));
     pd_add_vec(N * W, r->after_attn, r->ffn_out, r->out);
-    CHECK_FINITE(r->out, N * W, blk, PD_N_BLOCK_OUTPUT);
+    PD_TRY(pd_check_finite(r->out, N * W, blk, PD_N_BLOCK_OUTPUT, e));
     return PD_OK;
 }
 
@@ -387,16 +377,13 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     for (size_t b = 0; b < m->cfg.layers; b++) {
         pd_block_rec *r = &g->blocks[g->recorded ? b : 0];
         if (pd_interrupt_requested()) return pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
-        pd_status st = block_forward(g, b, x, r, e);
-        if (st != PD_OK) return st;
+        PD_TRY(block_forward(g, b, x, r, e));
         keep_site(g, 2 * b + 1, r->after_attn);
         x = keep_site(g, 2 * b + 2, r->out);
     }
-    pd_status st = norm_forward(g, x, m->params[m->n_params - 1]->value, &g->final_norm, -1,
-                                PD_N_FINAL_NORM_OUTPUT, e);
-    if (st != PD_OK) return st;
+    PD_TRY(norm_forward(g, x, m->params[m->n_params - 1]->value, &g->final_norm, -1, PD_N_FINAL_NORM_OUTPUT, e));
     pd_mm_nt(N, W, V, g->final_norm.out, W, E, W, g->logits, V, 0);
-    CHECK_FINITE(g->logits, N * V, -1, PD_N_LOGITS);
+    PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
     return PD_OK;
 }
 

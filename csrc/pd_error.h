@@ -44,6 +44,13 @@ typedef struct {
     int node;        /* pd_node_kind of the offending value, -1 when none */
 } pd_error;
 
+/* Returns the status of call from the enclosing function unless it is PD_OK. */
+#define PD_TRY(call)                                                                       \
+    do {                                                                                   \
+        pd_status pd_try_ = (call);                                                        \
+        if (pd_try_ != PD_OK) return pd_try_;                                              \
+    } while (0)
+
 static inline pd_status pd_fail(pd_error *e, pd_status code, size_t index, double value,
                                 int block, int node) {
     if (e) {

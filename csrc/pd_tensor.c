@@ -36,6 +36,12 @@ static void finite_task(void *vctx, size_t begin, size_t end) {
     if (!ok) c->bad = 1;
 }
 
+pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_error *e) {
+    size_t where;
+    if (pd_all_finite(x, n, &where)) return PD_OK;
+    return pd_fail(e, PD_ERR_NONFINITE, where, x[where], block, node);
+}
+
 int pd_all_finite(const double *x, size_t n, size_t *where) {
     finite_ctx c = {x, 0};
     pd_parallel_for(n, 65536, finite_task, &c);
