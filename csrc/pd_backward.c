@@ -336,7 +336,7 @@ static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
 }
 
 pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
-    if (!g->pending) return pd_fail(e, PD_ERR_NO_LOSS, 2, 0.0, -1, -1);
+    if (!g->pending) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
     pd_status st = backward_ready(g, e);
     if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, e);
     pd_graph_discard(g);

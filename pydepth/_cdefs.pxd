@@ -9,6 +9,7 @@ cdef extern from "pd_error.h":
         PD_ERR_LAYOUT
         PD_ERR_EMPTY
         PD_ERR_NO_LOSS
+        PD_ERR_LOSS_ATTACHED
         PD_ERR_INTERRUPTED
         PD_STATUS_COUNT
     ctypedef struct pd_error:

@@ -524,7 +524,7 @@ cdef class _Graph:
         cdef pd_error e
         cdef pd_status st
         if self.loss_state:
-            raise CoreError(PD_ERR_NO_LOSS, 3)  # a loss is attached, or being attached by another thread
+            raise CoreError(PD_ERR_LOSS_ATTACHED)  # attached, or being attached by another thread
         if <size_t>targets.shape[0] != self.g.N:
             raise ValueError(f"targets has {targets.shape[0]} entries, expected {self.g.N}")
         self._enter()

@@ -16,7 +16,7 @@ from ._nodes import GRADIENT, node_name
 #: Status code -> identifier ("ERR_TOKEN"), the inverse of the C table.
 STATUS_NAMES = {code: ident for ident, code in STATUS_CODES.items()}
 ALLOC, TOKEN, TARGET = STATUS_CODES["ERR_ALLOC"], STATUS_CODES["ERR_TOKEN"], STATUS_CODES["ERR_TARGET"]
-NO_LOSS = STATUS_CODES["ERR_NO_LOSS"]
+LOSS_ATTACHED = STATUS_CODES["ERR_LOSS_ATTACHED"]
 #: Raised by the Cython skin, not the core: the graph was released (outside the C table).
 RELEASED = -1
 _CONFIG_CHECKS = {1: "vocabulary_size must be positive", 2: "model_width must be positive",
@@ -35,7 +35,7 @@ _INPUT_WHAT = {"ERR_TOKEN": "token id", "ERR_TARGET": "target id", "ERR_EMPTY": 
 HANDLED = frozenset({"ERR_ALLOC", "ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW", *_XAVIER, "ERR_CONFIG",
                      "ERR_ROPE", "ERR_NAME", "ERR_SHAPE", *_INPUT_WHAT, "ERR_NONFINITE",
                      "ERR_ZERO_MEAN_SQUARE", "ERR_STALE", "ERR_NO_LOSS", "ERR_NOT_RECORDED",
-                     "ERR_INTERRUPTED"})
+                     "ERR_INTERRUPTED", "ERR_LOSS_ATTACHED", "ERR_NO_PENDING"})
 
 
 def _where(err: CoreError) -> str:
@@ -97,6 +97,10 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
         raise E.StaleOperandError(f"parameter {name} changed after this graph was recorded") from None
     if s == "ERR_NO_LOSS":
         raise E.AutodiffError("backward needs a mean loss attached to this forward record") from None
+    if s == "ERR_LOSS_ATTACHED":
+        raise E.AutodiffError("this forward record already carries a loss") from None
+    if s == "ERR_NO_PENDING":
+        raise E.AutodiffError("no reverse pass is waiting to be committed on this graph") from None
     if s == "ERR_NOT_RECORDED":
         raise E.AutodiffError("backward needs a recorded graph; this forward ran with record=False "
                               "or under no_grad()") from None

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core, _nodes
 from ._core import SplitMix64
-from ._translate import NO_LOSS, raise_core
+from ._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from ._checks import plain_array
@@ -410,7 +410,7 @@ class ForwardRecord:
         try:
             self._graph.attach_loss(tg.reshape(-1))
         except _core.CoreError as err:
-            if err.code == NO_LOSS:  # another thread attached one meanwhile
+            if err.code == LOSS_ATTACHED:  # another thread attached one meanwhile
                 raise AutodiffError("this forward record already carries a loss") from None
             raise_core(err, token_shape=self.token_shape, ids=shown,
                        vocabulary_size=self.model.config.vocabulary_size, masked=self._mask is not None)

@@ -66,3 +66,21 @@ def test_private_layout_entry_checks_its_configuration():
         _core.parameter_layout((7, 4, 0, 1, 6, 2, 3, 10000.0, 1e-6))  # zero heads
     with pytest.raises(_core.CoreError):
         _core.parameter_count((2**63, 2**8, 1, 1, 4, 1, 4, 10000.0, 1e-6))
+
+
+def test_each_misuse_of_a_graph_has_its_own_status():
+    model = pydepth.DecoderModel(pydepth.DecoderConfig(11, 4, 1, 4, 1, 4), pydepth.SplitMix64(3))
+    fwd = model.forward(np.array([[1, 2, 3]]))
+    codes = _core.STATUS_CODES
+    with pytest.raises(_core.CoreError) as info:
+        fwd._graph.backward([], [])
+    assert info.value.code == codes["ERR_NO_LOSS"]
+    fwd.loss(np.array([[2, 3, 4]]))
+    with pytest.raises(_core.CoreError) as info:
+        fwd._graph.attach_loss(np.array([2, 3, 4], dtype=np.int64))
+    assert info.value.code == codes["ERR_LOSS_ATTACHED"]
+    with pytest.raises(_core.CoreError) as info:
+        fwd._graph.commit()
+    assert info.value.code == codes["ERR_NO_PENDING"]
+    with pytest.raises(pydepth.AutodiffError, match="already carries a loss"):
+        fwd.loss(np.array([[2, 3, 4]]))
