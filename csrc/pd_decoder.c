@@ -19,6 +19,14 @@
 #include "ops/rope.h"
 #include "ops/swiglu.h"
 
+#define CONFIG_RULE_(index, rule) [index] = rule,
+static const char *const config_rules[] = {PD_CONFIG_CHECKS(CONFIG_RULE_)};
+#undef CONFIG_RULE_
+
+const char *pd_config_check_rule(size_t index) {
+    return index < sizeof config_rules / sizeof config_rules[0] ? config_rules[index] : NULL;
+}
+
 pd_status pd_config_validate(const pd_config *c, pd_error *e) {
     /* Checks in the reference's order; index names the failed check. */
     if (c->vocabulary_size == 0) return pd_fail(e, PD_ERR_CONFIG, 1, 0.0, -1, -1);

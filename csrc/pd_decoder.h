@@ -84,7 +84,23 @@ typedef struct {
     void *pending;       /* a reverse pass run with commit == 0, waiting (pd_backward.c) */
 } pd_graph;
 
+/* The configuration checks, X(index, rule): pd_config_validate runs them in the reference's
+ * order (1-5, 10, 6-9) and reports the failed one's index. */
+#define PD_CONFIG_CHECKS(X)                                   \
+    X(1, "vocabulary_size must be positive")                  \
+    X(2, "model_width must be positive")                      \
+    X(3, "heads must be positive")                            \
+    X(4, "model_width must be divisible by heads")            \
+    X(5, "head width must be even")                           \
+    X(6, "feed_forward_width must be positive")               \
+    X(7, "max_positions must be positive")                    \
+    X(8, "rope_base must be finite and positive")             \
+    X(9, "rms_epsilon must be finite and non-negative")       \
+    X(10, "kv_heads must be positive and divide heads")
+
 pd_status pd_config_validate(const pd_config *c, pd_error *e);
+/* The rule of configuration check `index`; NULL when no check has that index. */
+const char *pd_config_check_rule(size_t index);
 pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e);
 /* Shape of parameter i (docs/numerics.md §3.1): rank (1 or 2) and dims. */
 pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2]);

@@ -126,6 +126,12 @@ def validate_name_raw(bytes name):
         raise_status(st, &e)
 
 
+def config_check_rule(size_t index):
+    """The rule of the core's configuration check ``index`` (csrc/pd_decoder.h), or None."""
+    cdef const char *rule = pd_config_check_rule(index)
+    return None if rule == NULL else rule.decode()
+
+
 def parameter_count(tuple c):
     """Total stored scalars of a configuration tuple, by the core's checked arithmetic."""
     cdef pd_config cfg = _config(c)

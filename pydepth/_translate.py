@@ -10,7 +10,7 @@ from typing import NoReturn, Optional, Sequence
 import numpy as np
 
 from . import errors as E
-from ._core import STATUS_CODES, CoreError
+from ._core import STATUS_CODES, CoreError, config_check_rule
 from ._nodes import GRADIENT, node_name
 
 #: Status code -> identifier ("ERR_TOKEN"), the inverse of the C table.
@@ -19,12 +19,6 @@ ALLOC, TOKEN, TARGET = STATUS_CODES["ERR_ALLOC"], STATUS_CODES["ERR_TOKEN"], STA
 LOSS_ATTACHED = STATUS_CODES["ERR_LOSS_ATTACHED"]
 #: Raised by the Cython skin, not the core: the graph was released (outside the C table).
 RELEASED = -1
-_CONFIG_CHECKS = {1: "vocabulary_size must be positive", 2: "model_width must be positive",
-                  3: "heads must be positive", 4: "model_width must be divisible by heads",
-                  5: "head width must be even", 6: "feed_forward_width must be positive",
-                  7: "max_positions must be positive", 8: "rope_base must be finite and positive",
-                  9: "rms_epsilon must be finite and non-negative",
-                  10: "kv_heads must be positive and divide heads"}
 
 _XAVIER = {"ERR_ZERO_FAN_IN": "Xavier fan_in must be positive, got 0",
            "ERR_ZERO_FAN_OUT": "Xavier fan_out must be positive, got 0",
@@ -65,7 +59,7 @@ def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: 
     if s in _XAVIER:
         raise E.InitializationError(_XAVIER[s]) from None
     if s == "ERR_CONFIG":
-        rule = _CONFIG_CHECKS.get(err.index, f"check {err.index}")
+        rule = config_check_rule(err.index) or f"check {err.index}"
         raise E.ConfigError(f"configuration rejected by the core: {rule} (value {err.value!r})") from None
     if s == "ERR_ROPE":
         raise E.ConfigError(f"the RoPE tables for max_positions x head_width / 2 cannot be built "

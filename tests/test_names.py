@@ -84,3 +84,9 @@ def test_each_misuse_of_a_graph_has_its_own_status():
     assert info.value.code == codes["ERR_NO_PENDING"]
     with pytest.raises(pydepth.AutodiffError, match="already carries a loss"):
         fwd.loss(np.array([[2, 3, 4]]))
+
+
+def test_configuration_check_rules_come_from_the_core():
+    assert [_core.config_check_rule(i) is not None for i in range(12)] == [False] + [True] * 10 + [False]
+    with pytest.raises(pydepth.ConfigError, match="kv_heads must be positive and divide heads"):
+        _translate.raise_core(_core.CoreError(_core.STATUS_CODES["ERR_CONFIG"], 10))
