@@ -14,6 +14,9 @@ cdef extern from "libm/pd_libm.h":
     const char *pd_exp_array_path() nogil
     int pd_force_exp_array_path(const char *name) nogil
 
+cdef extern from "libm/fma_soft.h":
+    double pd_fma_soft(double a, double b, double c) nogil
+
 ctypedef double (*unary_fn)(double) noexcept nogil
 
 
@@ -133,6 +136,25 @@ def cos_float(x):
 def pow_float(x, y):
     """pow of two floats, as a float."""
     return pd_pow(as_double(x, "x"), as_double(y, "y"))
+
+
+def fma_emulated_into(a_obj, b_obj, c_obj, out_obj):
+    """out[i] = a[i]*b[i] + c[i] rounded once by the emulation the builds without FMA use."""
+    check_array(a_obj, "a", False)
+    check_array(b_obj, "b", False)
+    check_array(c_obj, "c", False)
+    check_array(out_obj, "out", True)
+    cdef const double[::1] a = a_obj
+    cdef const double[::1] b = b_obj
+    cdef const double[::1] c = c_obj
+    cdef double[::1] out = out_obj
+    check_lengths(a.shape[0], b.shape[0])
+    check_lengths(a.shape[0], c.shape[0])
+    check_lengths(a.shape[0], out.shape[0])
+    cdef Py_ssize_t i, n = a.shape[0]
+    with nogil:
+        for i in range(n):
+            out[i] = pd_fma_soft(a[i], b[i], c[i])
 
 
 def exp_array_path():

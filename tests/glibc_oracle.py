@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 
-FUNCTIONS = ("exp", "log", "log1p", "sin", "cos", "pow")
+FUNCTIONS = ("exp", "log", "log1p", "sin", "cos", "pow", "fma")
 
 _SOURCE = r"""
 #include <math.h>
@@ -23,16 +23,18 @@ _SOURCE = r"""
 #include <string.h>
 #define CHUNK 65536
 int main(int argc, char **argv) {
-    static double in[2 * CHUNK], out[CHUNK];
+    static double in[3 * CHUNK], out[CHUNK];
     const char *f = argc > 1 ? argv[1] : "";
-    const int pw = strcmp(f, "pow") == 0, width = pw ? 2 : 1;
+    const int pw = strcmp(f, "pow") == 0, fm = strcmp(f, "fma") == 0, width = fm ? 3 : pw ? 2 : 1;
     double (*g)(double) = !strcmp(f, "exp") ? exp : !strcmp(f, "log") ? log
                         : !strcmp(f, "log1p") ? log1p : !strcmp(f, "sin") ? sin
                         : !strcmp(f, "cos") ? cos : 0;
-    if (!g && !pw) return 2;
+    if (!g && !pw && !fm) return 2;
     size_t n;
     while ((n = fread(in, sizeof(double) * width, CHUNK, stdin)) > 0) {
-        for (size_t i = 0; i < n; i++) out[i] = pw ? pow(in[2 * i], in[2 * i + 1]) : g(in[i]);
+        for (size_t i = 0; i < n; i++)
+            out[i] = fm ? fma(in[3 * i], in[3 * i + 1], in[3 * i + 2])
+                   : pw ? pow(in[2 * i], in[2 * i + 1]) : g(in[i]);
         if (fwrite(out, sizeof(double), n, stdout) != n) return 3;
     }
     return 0;
@@ -71,12 +73,14 @@ def build(directory: pathlib.Path) -> pathlib.Path | None:
     return exe
 
 
-def evaluate(exe: pathlib.Path, name: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-    """name(x) (or pow(x, y)) elementwise by the platform libm, as a new float64 array."""
+def evaluate(exe: pathlib.Path, name: str, x: np.ndarray, y: np.ndarray | None = None,
+             z: np.ndarray | None = None) -> np.ndarray:
+    """name(x) (or pow(x, y), fma(x, y, z)) elementwise by the platform libm, as a new array."""
     if name not in FUNCTIONS:
         raise ValueError(f"unknown function {name!r}")
     x = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
-    data = x if y is None else np.stack([x, np.broadcast_to(y, x.shape)], axis=1).reshape(-1)
+    columns = [x] + [np.broadcast_to(v, x.shape) for v in (y, z) if v is not None]
+    data = np.stack(columns, axis=1).reshape(-1)
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     done = subprocess.run([str(exe), name], input=np.ascontiguousarray(data).tobytes(),
                           capture_output=True, check=True, env=env)

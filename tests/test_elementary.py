@@ -42,7 +42,7 @@ def oracle(tmp_path_factory):
     exe = glibc_oracle.build(tmp_path_factory.mktemp("oracle"))
     if exe is None:
         _unavailable("no C compiler to build the glibc oracle")
-    return lambda name, x, y=None: glibc_oracle.evaluate(exe, name, x, y)
+    return lambda name, x, y=None, z=None: glibc_oracle.evaluate(exe, name, x, y, z)
 
 
 def assert_same_bits(label, mine, ref, x, y=None):
@@ -159,6 +159,41 @@ def test_the_build_without_fma_instructions_gives_the_same_bits(oracle, tmp_path
         assert_same_bits(f, got[f], oracle(f, x[f]), x[f])
     assert_same_bits("pow", got["pow"], oracle("pow", np.full(N // 5, 10000.0), x["pow"]),
                      np.full(N // 5, 10000.0), x["pow"])
+
+
+def _fma_triples(rng, n):
+    """Arguments for fma in every regime: random binades, cancellation, exact ties, any bits."""
+    def binade(lo, hi, m):
+        return signed(rng, scaled(rng, lo, hi, m))
+    k = n // 5
+    a, b = binade(-60, 60, k), binade(-60, 60, k)
+    parts = [(a, b, binade(-130, 130, k))]
+    a, b = binade(-1000, 1000, k), binade(-1000, 1000, k)
+    parts.append((a, b, binade(-1022, 1023, k)))
+    a, b = binade(-30, 30, k), binade(-30, 30, k)
+    with np.errstate(all="ignore"):
+        near = -(a * b) * (1.0 + binade(-60, -1, k))  # heavy cancellation
+    parts.append((a, b, near))
+    # exact ties: a*b + c = uh + ulp(uh)/2 exactly, with uh = a*b rounded and ul its error
+    a, b = binade(-40, 40, k), binade(-40, 40, k)
+    uh = a * b
+    with np.errstate(all="ignore"):
+        half = np.ldexp(np.where(rng.random(k) < 0.5, 1.0, -1.0), np.frexp(uh)[1] - 54)
+    parts.append((a, b, half))  # the tie needs ul, added by the caller below
+    bits = rng.integers(0, 2**64, (3, n - 4 * k), dtype=np.uint64).view(np.float64)
+    parts.append((bits[0], bits[1], bits[2]))
+    return [np.concatenate(v) for v in zip(*parts)], k
+
+
+def test_the_fma_emulation_of_the_builds_without_fma_is_exact(oracle):
+    a, b, c = _fma_triples(np.random.default_rng(8), N)[0]
+    k = N // 5
+    ties = slice(3 * k, 4 * k)  # c = ulp(uh)/2 - ul makes a*b + c an exact halfway case
+    ul = oracle("fma", a[ties], b[ties], -(a[ties] * b[ties]))
+    c[ties] = c[ties] - ul
+    out = np.empty_like(a)
+    _elementary.fma_emulated_into(a, b, c, out)
+    assert_same_bits("fma", out, oracle("fma", a, b, c), a, b)
 
 
 def _around(*values):

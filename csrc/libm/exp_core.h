@@ -24,24 +24,24 @@ typedef struct {
 
 /* The fused operations (x*InvLn2N + Shift, both k*ln2 terms, the polynomial's multiply-adds)
  * are the ones the reference build fuses. xtail is pow's extra low part (0 for exp). */
-PD_LIBM_INLINE pd_exp_reduced pd_exp_reduce(double x, double xtail, int has_tail,
+PD_LIBM_INLINE pd_exp_reduced pd_exp_reduce(int hw, double x, double xtail, int has_tail,
                                            uint64_t sign_bias) {
     pd_exp_reduced o;
-    const double shifted = pd_fma(PD_EXP_INV_LN2_N, x, PD_EXP_SHIFT);
+    const double shifted = pd_fma(hw, PD_EXP_INV_LN2_N, x, PD_EXP_SHIFT);
     const double kd = shifted - PD_EXP_SHIFT;
     o.ki = pd_bits(shifted);
-    double r = pd_fma(kd, PD_EXP_NEG_LN2_HI_N, x);
-    r = pd_fma(kd, PD_EXP_NEG_LN2_LO_N, r);
+    double r = pd_fma(hw, kd, PD_EXP_NEG_LN2_HI_N, x);
+    r = pd_fma(hw, kd, PD_EXP_NEG_LN2_LO_N, r);
     if (has_tail) r = r + xtail;
     const uint64_t idx = 2 * (o.ki % PD_EXP_N);
     const uint64_t top = (o.ki + sign_bias) << (52 - 7);
     const double tail = pd_from_bits(pd_exp_table[idx]);
     o.sbits = pd_exp_table[idx + 1] + top;
     const double r2 = r * r;
-    const double p23 = pd_fma(r, PD_EXP_C3, PD_EXP_C2);
-    const double p45 = pd_fma(r, PD_EXP_C5, PD_EXP_C4);
+    const double p23 = pd_fma(hw, r, PD_EXP_C3, PD_EXP_C2);
+    const double p45 = pd_fma(hw, r, PD_EXP_C5, PD_EXP_C4);
     const double lead = tail + r;
-    o.tmp = pd_fma(r2 * r2, p45, pd_fma(r2, p23, lead));
+    o.tmp = pd_fma(hw, r2 * r2, p45, pd_fma(hw, r2, p23, lead));
     return o;
 }
 

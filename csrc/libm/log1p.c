@@ -17,7 +17,7 @@ static double with_high_word(double x, uint32_t hi) {
     return pd_from_bits((pd_bits(x) & 0xffffffffull) | ((uint64_t)hi << 32));
 }
 
-PD_LIBM_INLINE double log1p_body(double x) {
+PD_LIBM_INLINE double log1p_body(int hw, double x) {
     const int32_t hx = (int32_t)high_word(x);
     const int32_t ax = hx & 0x7fffffff;
     int32_t k = 1, hu = 0;
@@ -29,7 +29,7 @@ PD_LIBM_INLINE double log1p_body(double x) {
         }
         if (ax < 0x3e200000) { /* |x| < 2^-29 */
             if (ax < 0x3c900000) return x; /* |x| < 2^-54 */
-            return pd_fma(-(x * x), 0.5, x);
+            return pd_fma(hw, -(x * x), 0.5, x);
         }
         if (hx > 0 || hx <= (int32_t)0xbfd2bec3) { /* -0.2929 < x < 0.41422: f = x exactly */
             k = 0;
@@ -68,19 +68,19 @@ PD_LIBM_INLINE double log1p_body(double x) {
     if (hu == 0) { /* |f| < 2^-20 */
         if (f == 0.0) {
             if (k == 0) return 0.0;
-            return pd_fma(kd, ln2_hi, pd_fma(kd, ln2_lo, c));
+            return pd_fma(hw, kd, ln2_hi, pd_fma(hw, kd, ln2_lo, c));
         }
-        const double R = pd_fma(-f, 0.66666666666666666, 1.0) * hfsq;
+        const double R = pd_fma(hw, -f, 0.66666666666666666, 1.0) * hfsq;
         if (k == 0) return f - R;
-        return pd_fma(kd, ln2_hi, -((R - pd_fma(kd, ln2_lo, c)) - f));
+        return pd_fma(hw, kd, ln2_hi, -((R - pd_fma(hw, kd, ln2_lo, c)) - f));
     }
     const double s = f / (2.0 + f);
     const double z = s * s, z2 = z * z, z4 = z2 * z2, z6 = z2 * z4;
-    const double R2 = pd_fma(z, Lp3, Lp2), R3 = pd_fma(z, Lp5, Lp4), R4 = pd_fma(z, Lp7, Lp6);
-    const double R = pd_fma(z6, R4, pd_fma(z4, R3, pd_fma(z, Lp1, z2 * R2)));
+    const double R2 = pd_fma(hw, z, Lp3, Lp2), R3 = pd_fma(hw, z, Lp5, Lp4), R4 = pd_fma(hw, z, Lp7, Lp6);
+    const double R = pd_fma(hw, z6, R4, pd_fma(hw, z4, R3, pd_fma(hw, z, Lp1, z2 * R2)));
     const double sr = s * (hfsq + R); /* one product for both branches, never fused */
     if (k == 0) return f - (hfsq - sr);
-    return pd_fma(kd, ln2_hi, -((hfsq - (sr + pd_fma(kd, ln2_lo, c))) - f));
+    return pd_fma(hw, kd, ln2_hi, -((hfsq - (sr + pd_fma(hw, kd, ln2_lo, c))) - f));
 }
 
 PD_LIBM_DEFINE1(pd_log1p, log1p_body)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "../platform/pd_platform.h"
 #include "fma_dispatch.h"
+#include "fma_soft.h"
 
 static inline uint64_t pd_bits(double x) {
     uint64_t u;
@@ -19,13 +20,17 @@ static inline double pd_from_bits(uint64_t u) {
     return x;
 }
 
-/* a*b + c rounded once: written out wherever the reference build fuses (IEEE-exact everywhere). */
-static inline double pd_fma(double a, double b, double c) { return fma(a, b, c); }
+/* a*b + c rounded once, written out wherever the reference build fuses. hw is a constant of each
+ * build: 1 where fma() is an instruction (or the platform's exact fma), 0 in the x86-64 build for
+ * CPUs without FMA, which emulates it (fma_soft.c). Exact either way, so the same bits. */
+static inline double pd_fma(int hw, double a, double b, double c) {
+    return hw ? fma(a, b, c) : pd_fma_soft(a, b, c);
+}
 
-/* Each function's body is built twice on x86-64 with GCC/clang: for CPUs with the FMA instructions
- * (fma() becomes one instruction) and without (fma() is the C library's exact fma). The two give
- * the same bits; the choice is made once per process. Elsewhere there is one build (aarch64
- * compilers emit the fused instruction for fma() directly). */
+/* Each function's body (taking hw first) is built twice on x86-64 with GCC/clang: for CPUs with
+ * the FMA instructions (hw = 1: fma() becomes one instruction) and without (hw = 0). The two give
+ * the same bits; the choice is made once per process. Elsewhere there is one build with hw = 1
+ * (aarch64 compilers emit the fused instruction for fma() directly). */
 #if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
 #define PD_LIBM_INLINE static inline __attribute__((always_inline))
 static inline int pd_libm_fma_ok(void) {
@@ -36,22 +41,22 @@ static inline int pd_libm_fma_ok(void) {
  * hold FMA instructions (tests/test_kernels.py checks the disassembly by that name). */
 #define PD_LIBM_DEFINE1(name, body)                                                          \
     PD_TARGET("fma") double pd_libm_fma_##name(double x);                                    \
-    PD_TARGET("fma") double pd_libm_fma_##name(double x) { return body(x); }                 \
-    static double name##_without_fma(double x) { return body(x); }                          \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x) { return body(1, x); }              \
+    static double name##_without_fma(double x) { return body(0, x); }                       \
     double name(double x) { return pd_libm_fma_ok() ? pd_libm_fma_##name(x) : name##_without_fma(x); }
 #define PD_LIBM_DEFINE2(name, body)                                                          \
     PD_TARGET("fma") double pd_libm_fma_##name(double x, double y);                          \
-    PD_TARGET("fma") double pd_libm_fma_##name(double x, double y) { return body(x, y); }    \
-    static double name##_without_fma(double x, double y) { return body(x, y); }              \
+    PD_TARGET("fma") double pd_libm_fma_##name(double x, double y) { return body(1, x, y); } \
+    static double name##_without_fma(double x, double y) { return body(0, x, y); }           \
     double name(double x, double y) {                                                        \
         return pd_libm_fma_ok() ? pd_libm_fma_##name(x, y) : name##_without_fma(x, y);       \
     }
 #else
 #define PD_LIBM_INLINE static inline
 #define PD_LIBM_DEFINE1(name, body) \
-    double name(double x) { return body(x); }
+    double name(double x) { return body(1, x); }
 #define PD_LIBM_DEFINE2(name, body) \
-    double name(double x, double y) { return body(x, y); }
+    double name(double x, double y) { return body(1, x, y); }
 #endif
 
 #endif

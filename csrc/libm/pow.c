@@ -18,32 +18,32 @@ static const double A0 = -0x1.0000000000000p-1, A1 = -0x1.5555555555560p-1,
 static uint32_t top12(double x) { return (uint32_t)(pd_bits(x) >> 52); }
 
 /* log(x) = hi + *tail for the bits ix of a positive normal (or normalised subnormal) x. */
-PD_LIBM_INLINE double log_hi_lo(uint64_t ix, double *tail) {
+PD_LIBM_INLINE double log_hi_lo(int hw, uint64_t ix, double *tail) {
     const uint64_t tmp = ix - OFF;
     const int i = (int)((tmp >> (52 - 7)) % PD_POW_LOG_N);
     const int k = (int)((int64_t)tmp >> 52);
     const double z = pd_from_bits(ix - (tmp & 0xfffull << 52));
     const double kd = (double)k;
     const pd_pow_log_entry *t = &pd_pow_log_table[i];
-    const double r = pd_fma(z, t->invc, -1.0); /* exact */
-    const double t1 = pd_fma(kd, ln2_hi, t->logc);
+    const double r = pd_fma(hw, z, t->invc, -1.0); /* exact */
+    const double t1 = pd_fma(hw, kd, ln2_hi, t->logc);
     const double t2 = t1 + r;
-    const double lo1 = pd_fma(kd, ln2_lo, t->logctail);
+    const double lo1 = pd_fma(hw, kd, ln2_lo, t->logctail);
     const double lo2 = t1 - t2 + r;
     const double ar = A0 * r, ar2 = r * ar, ar3 = r * ar2;
     const double hi = t2 + ar2;
-    const double lo3 = pd_fma(ar, r, -ar2); /* the rounding error of ar2 */
+    const double lo3 = pd_fma(hw, ar, r, -ar2); /* the rounding error of ar2 */
     const double lo4 = t2 - hi + ar2;
-    const double q = pd_fma(ar2, pd_fma(ar2, pd_fma(r, A6, A5), pd_fma(r, A4, A3)),
-                            pd_fma(r, A2, A1));
-    const double lo = pd_fma(ar3, q, lo1 + lo2 + lo3 + lo4);
+    const double q = pd_fma(hw, ar2, pd_fma(hw, ar2, pd_fma(hw, r, A6, A5), pd_fma(hw, r, A4, A3)),
+                            pd_fma(hw, r, A2, A1));
+    const double lo = pd_fma(hw, ar3, q, lo1 + lo2 + lo3 + lo4);
     const double y = hi + lo;
     *tail = hi - y + lo;
     return y;
 }
 
 /* sign * exp(x + xtail), |xtail| < 2^-8/N; sign_bias is SIGN_BIAS for a negative result. */
-PD_LIBM_INLINE double exp_with_tail(double x, double xtail, uint64_t sign_bias) {
+PD_LIBM_INLINE double exp_with_tail(int hw, double x, double xtail, uint64_t sign_bias) {
     uint32_t abstop = top12(x) & 0x7ff;
     if (abstop - top12(0x1p-54) >= top12(512.0) - top12(0x1p-54)) {
         if (abstop - top12(0x1p-54) >= 0x80000000u) {
@@ -56,10 +56,10 @@ PD_LIBM_INLINE double exp_with_tail(double x, double xtail, uint64_t sign_bias) 
         }
         abstop = 0;
     }
-    const pd_exp_reduced e = pd_exp_reduce(x, xtail, 1, sign_bias);
-    if (abstop == 0) return pd_exp_scale_special(e.tmp, e.sbits, e.ki);
+    const pd_exp_reduced e = pd_exp_reduce(hw, x, xtail, 1, sign_bias);
+    if (abstop == 0) return pd_exp_scale_special(hw, e.tmp, e.sbits, e.ki);
     const double scale = pd_from_bits(e.sbits);
-    return pd_fma(scale, e.tmp, scale);
+    return pd_fma(hw, scale, e.tmp, scale);
 }
 
 /* 0 if iy is not an integer, 1 if odd, 2 if even (iy: bits of a nonzero finite value). */
@@ -78,7 +78,7 @@ static int is_signaling(double x) {
     return 2 * (pd_bits(x) ^ 0x0008000000000000ull) > 2 * 0x7ff8000000000000ull;
 }
 
-PD_LIBM_INLINE double pow_body(double x, double y) {
+PD_LIBM_INLINE double pow_body(int hw, double x, double y) {
     uint64_t sign_bias = 0;
     uint64_t ix = pd_bits(x);
     const uint64_t iy = pd_bits(y);
@@ -118,10 +118,10 @@ PD_LIBM_INLINE double pow_body(double x, double y) {
         }
     }
     double lo;
-    const double hi = log_hi_lo(ix, &lo);
+    const double hi = log_hi_lo(hw, ix, &lo);
     const double ehi = y * hi;
-    const double elo = pd_fma(y, lo, pd_fma(y, hi, -ehi));
-    return exp_with_tail(ehi, elo, sign_bias);
+    const double elo = pd_fma(hw, y, lo, pd_fma(hw, y, hi, -ehi));
+    return exp_with_tail(hw, ehi, elo, sign_bias);
 }
 
 PD_LIBM_DEFINE2(pd_pow, pow_body)

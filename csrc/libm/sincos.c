@@ -32,90 +32,90 @@ PD_LIBM_INLINE table_point lookup(double ax, double *rem) {
 }
 
 /* cos(x + dx) */
-PD_LIBM_INLINE double cos_at(double x, double dx) {
+PD_LIBM_INLINE double cos_at(int hw, double x, double dx) {
     if (x < 0) dx = -dx;
     double y;
     const table_point t = lookup(fabs(x), &y);
     y = y + dx;
     const double yy = y * y;
-    const double s = pd_fma(y * yy, pd_fma(yy, sn5, sn3), y);
-    const double c = yy * pd_fma(yy, pd_fma(yy, cs6, cs4), cs2);
-    const double cor = pd_fma(-t.sn, s, pd_fma(-c, t.cs, pd_fma(-s, t.ssn, t.ccs)));
+    const double s = pd_fma(hw, y * yy, pd_fma(hw, yy, sn5, sn3), y);
+    const double c = yy * pd_fma(hw, yy, pd_fma(hw, yy, cs6, cs4), cs2);
+    const double cor = pd_fma(hw, -t.sn, s, pd_fma(hw, -c, t.cs, pd_fma(hw, -s, t.ssn, t.ccs)));
     return t.cs + cor;
 }
 
 /* sin(x + dx) */
-PD_LIBM_INLINE double sin_at(double x, double dx) {
+PD_LIBM_INLINE double sin_at(int hw, double x, double dx) {
     if (fabs(x) < 0.126) { /* Taylor series around 0 */
         const double xx = x * x;
-        const double p = pd_fma(pd_fma(pd_fma(pd_fma(s5, xx, s4), xx, s3), xx, s2), xx, s1);
-        return x + pd_fma(pd_fma(p, x, -(0.5 * dx)), xx, dx);
+        const double p = pd_fma(hw, pd_fma(hw, pd_fma(hw, pd_fma(hw, s5, xx, s4), xx, s3), xx, s2), xx, s1);
+        return x + pd_fma(hw, pd_fma(hw, p, x, -(0.5 * dx)), xx, dx);
     }
     const double xold = x;
     if (x <= 0) dx = -dx;
     double y;
     const table_point t = lookup(fabs(x), &y);
     const double yy = y * y;
-    const double s = y + pd_fma(y * yy, pd_fma(yy, sn5, sn3), dx);
-    const double c = pd_fma(y, dx, yy * pd_fma(yy, pd_fma(yy, cs6, cs4), cs2));
-    const double cor = pd_fma(s, t.cs, pd_fma(-c, t.sn, pd_fma(s, t.ccs, t.ssn)));
+    const double s = y + pd_fma(hw, y * yy, pd_fma(hw, yy, sn5, sn3), dx);
+    const double c = pd_fma(hw, y, dx, yy * pd_fma(hw, yy, pd_fma(hw, yy, cs6, cs4), cs2));
+    const double cor = pd_fma(hw, s, t.cs, pd_fma(hw, -c, t.sn, pd_fma(hw, s, t.ccs, t.ssn)));
     return copysign(t.sn + cor, xold);
 }
 
 /* x = n pi/2 + (a + da) for |x| < 105414350, pi/2 carried to about 136 bits; returns n mod 4. */
-PD_LIBM_INLINE int reduce_quadrant(double x, double *a, double *da) {
-    const double t = pd_fma(x, hpinv, toint);
+PD_LIBM_INLINE int reduce_quadrant(int hw, double x, double *a, double *da) {
+    const double t = pd_fma(hw, x, hpinv, toint);
     const double xn = t - toint;
-    const double y = pd_fma(-xn, mp2, pd_fma(-xn, mp1, x));
-    const double t2 = pd_fma(-xn, pp3, y);
-    double db = pd_fma(-xn, pp3, y - t2);
-    const double b = pd_fma(-xn, pp4, t2);
-    db = db + pd_fma(-xn, pp4, t2 - b);
+    const double y = pd_fma(hw, -xn, mp2, pd_fma(hw, -xn, mp1, x));
+    const double t2 = pd_fma(hw, -xn, pp3, y);
+    double db = pd_fma(hw, -xn, pp3, y - t2);
+    const double b = pd_fma(hw, -xn, pp4, t2);
+    db = db + pd_fma(hw, -xn, pp4, t2 - b);
     *a = b;
     *da = db;
     return (int)(pd_bits(t) & 3);
 }
 
-PD_LIBM_INLINE double in_quadrant(double a, double da, int n) {
-    const double v = (n & 1) ? cos_at(a, da) : sin_at(a, da);
+PD_LIBM_INLINE double in_quadrant(int hw, double a, double da, int n) {
+    const double v = (n & 1) ? cos_at(hw, a, da) : sin_at(hw, a, da);
     return (n & 2) ? -v : v;
 }
 
-PD_LIBM_INLINE double sin_body(double x) {
+PD_LIBM_INLINE double sin_body(int hw, double x) {
     const uint32_t k = (uint32_t)(pd_bits(x) >> 32) & 0x7fffffffu;
     double a, da;
     if (k < 0x3e500000u) return x;               /* |x| < 2^-26 */
-    if (k < 0x3feb6000u) return sin_at(x, 0.0);  /* |x| < 0.855469 */
-    if (k < 0x400368fdu) return copysign(cos_at(hp0 - fabs(x), hp1), x); /* |x| < 2.426265 */
+    if (k < 0x3feb6000u) return sin_at(hw, x, 0.0);  /* |x| < 0.855469 */
+    if (k < 0x400368fdu) return copysign(cos_at(hw, hp0 - fabs(x), hp1), x); /* |x| < 2.426265 */
     if (k < 0x419921fbu) {                        /* |x| < 105414350 */
-        const int n = reduce_quadrant(x, &a, &da);
-        return in_quadrant(a, da, n);
+        const int n = reduce_quadrant(hw, x, &a, &da);
+        return in_quadrant(hw, a, da, n);
     }
     if (k < 0x7ff00000u) {
         const int n = pd_branred(x, &a, &da);
-        return in_quadrant(a, da, n);
+        return in_quadrant(hw, a, da, n);
     }
     return x / x; /* inf, nan */
 }
 
-PD_LIBM_INLINE double cos_body(double x) {
+PD_LIBM_INLINE double cos_body(int hw, double x) {
     const uint32_t k = (uint32_t)(pd_bits(x) >> 32) & 0x7fffffffu;
     double a, da;
     if (k < 0x3e400000u) return 1.0;             /* |x| < 2^-27 */
-    if (k < 0x3feb6000u) return cos_at(x, 0.0);  /* |x| < 0.855469 */
+    if (k < 0x3feb6000u) return cos_at(hw, x, 0.0);  /* |x| < 0.855469 */
     if (k < 0x400368fdu) {                        /* |x| < 2.426265: sin(pi/2 - |x|) */
         const double y = hp0 - fabs(x);
         a = y + hp1;
         da = (y - a) + hp1;
-        return sin_at(a, da);
+        return sin_at(hw, a, da);
     }
     if (k < 0x419921fbu) {
-        const int n = reduce_quadrant(x, &a, &da);
-        return in_quadrant(a, da, n + 1);
+        const int n = reduce_quadrant(hw, x, &a, &da);
+        return in_quadrant(hw, a, da, n + 1);
     }
     if (k < 0x7ff00000u) {
         const int n = pd_branred(x, &a, &da);
-        return in_quadrant(a, da, n + 1);
+        return in_quadrant(hw, a, da, n + 1);
     }
     return x / x;
 }
