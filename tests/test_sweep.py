@@ -148,7 +148,8 @@ def test_int_lists_read_ranges_and_commas():
     (dict(depths=[0]), "depths"), (dict(widths=[5]), "head width 5"), (dict(seeds=[-1]), "seeds"),
     (dict(policies=["scaled", "other"]), "'other'"), (dict(steps=[1, 1]), "repeats 1"),
     (dict(sequence_length=0), "sequence_length"), (dict(lr=float("nan")), "lr"), (dict(betas=(0.9, 1.0)), "betas"),
-    (dict(depths=[]), "depths"), (dict(weight_decay=-1.0), "weight_decay"),
+    (dict(depths=[]), "depths"), (dict(weight_decay=-1.0), "weight_decay"), (dict(backend="jax"), "'jax'"),
+    (dict(band=(5.0, 1.0)), "band"),
 ])
 def test_bad_spec_values_are_refused_naming_them(change, named):
     d = dict(SMALL)
@@ -269,6 +270,23 @@ def test_a_refused_update_ends_the_cell_with_an_error_row(monkeypatch):
     assert out["step"] == [0] * 5 + [1] and out["site"][-1] == -1
     assert out["error"][-1] == "NonFiniteUpdateError: AdamW step 1 refused: x would become inf"
     assert np.isnan(out["activation_ratio"][-1]) and out["within_band"][-1] is False
+
+
+def test_torch_backend_agrees_with_the_core_through_the_bridge_observer(tmp_path):
+    """The same cells through pydepth's torch twin, the hook observer and torch.optim.AdamW:
+    equal to the C core's rows to rounding (torch sums in its own order), reproducible alone."""
+    _need("torch")
+    grid = dict(depths=[2, 8], widths=[16], seeds=[0], steps=[0, 1, 3], sequence_length=8)
+    cells = [(d, 16, 0, p) for d in (2, 8) for p in ("scaled", "unscaled")]
+    core = run_cells(SweepSpec(**grid).to_dict(), cells)
+    spec = SweepSpec(**grid, backend="torch")
+    bridge = run_cells(spec.to_dict(), cells)
+    assert bridge["row_id"] == core["row_id"] and not any(bridge["error"])
+    for key in ("activation_ratio", "adjoint_ratio", "loss"):
+        a, b = np.array(core[key]), np.array(bridge[key])
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0, err_msg=key)
+    run(spec, out=tmp_path / "torch", scheduler="serial", progress=False)
+    assert rerun_row(tmp_path / "torch", "d8_w16_seed0_unscaled_step3_site9").identical
 
 
 # -- engines -----------------------------------------------------------------------------------

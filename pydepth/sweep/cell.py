@@ -82,9 +82,14 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
     batch, then either observe residual health (its reverse pass gives the gradients) when t is
     a listed step, or an ordinary ``loss.backward()``; then one AdamW update unless t is the
     last step. A pydepth refusal (a non-finite value; a refused update, reported at the step it
-    would have produced) ends the cell with one row (site -1, NaN ratios) whose ``error`` names it."""
+    would have produced) ends the cell with one row (site -1, NaN ratios) whose ``error`` names it.
+    ``spec.backend == "torch"`` runs the cell through :func:`pydepth.sweep.torch_cell.run_torch_cell`."""
     if cell.width not in spec.widths or cell.depth not in spec.depths or cell.seed not in spec.seeds:
         raise SweepSpecError(f"cell {cell.cell_id} is not in this sweep's grid")
+    if spec.backend == "torch":
+        from .torch_cell import run_torch_cell
+        run_torch_cell(spec, cell, out, batch=batch)
+        return
     t0 = time.perf_counter()
     ids, targets = batch
     model, factor = build_model(spec, cell)
