@@ -31,6 +31,7 @@ _need("distributed")
 _need("pyarrow")
 
 from pydepth.sweep import (  # noqa: E402
+    Cell,
     OptimizerUnavailableError,
     RowNotFoundError,
     SweepResumeError,
@@ -46,7 +47,7 @@ from pydepth.sweep.cell import COLUMNS, draw_batch, run_cells  # noqa: E402
 from pydepth.sweep.run import plan_batches  # noqa: E402
 from pydepth.sweep.store import part_files  # noqa: E402
 
-SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], sequence_length=4)
+SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], sequence_length=4, steps=[0, 2])
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
 TIMEOUT = 60
 
@@ -78,7 +79,7 @@ def _stop(procs):
             p.terminate()
     for p in procs:
         try:
-            p.wait(timeout=10)
+            p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=10)
@@ -147,7 +148,8 @@ def test_int_lists_read_ranges_and_commas():
     (dict(depths=[0]), "depths"), (dict(widths=[5]), "head width 5"), (dict(seeds=[-1]), "seeds"),
     (dict(policies=["scaled", "other"]), "'other'"), (dict(steps=[1, 1]), "repeats 1"),
     (dict(sequence_length=0), "sequence_length"), (dict(lr=float("nan")), "lr"), (dict(betas=(0.9, 1.0)), "betas"),
-    (dict(depths=[]), "depths"), (dict(weight_decay=-1.0), "weight_decay"),
+    (dict(depths=[]), "depths"), (dict(weight_decay=-1.0), "weight_decay"), (dict(backend="jax"), "'jax'"),
+    (dict(band=(5.0, 1.0)), "band"),
 ])
 def test_bad_spec_values_are_refused_naming_them(change, named):
     d = dict(SMALL)
@@ -158,7 +160,7 @@ def test_bad_spec_values_are_refused_naming_them(change, named):
 
 
 def test_spec_round_trips_through_json_and_lists_every_cell():
-    spec = SweepSpec(**SMALL, steps="0")
+    spec = SweepSpec(**dict(SMALL, steps="0,2"))
     again = SweepSpec.from_dict(json.loads(spec.to_json()))
     assert again == spec and again.to_json() == spec.to_json()
     cells = spec.cells()
@@ -217,17 +219,74 @@ def test_unscaled_control_is_the_same_base_draw():
     assert four["activation_ratio"][:9] != four["activation_ratio"][9:]
 
 
-def test_steps_after_zero_need_the_optimizer():
-    spec = SweepSpec(**dict(SMALL, steps=[0, 2]))
-    try:
-        import pydepth.optim  # noqa: F401
-    except ImportError:
-        with pytest.raises(OptimizerUnavailableError, match="pydepth.optim.AdamW"):
-            run(spec, out="/nonexistent/never-created", scheduler="serial", progress=False)
-        assert not os.path.exists("/nonexistent/never-created")
-    else:
-        out = run_cells(spec.to_dict(), [(2, 4, 0, "unscaled")])
-        assert sorted(set(out["step"])) == [0, 2] and not any(out["error"])
+def test_steps_follow_adamw_on_the_fixed_batch():
+    """Independent path: plain loss.backward() and AdamW.step() for every step, observation
+    with gradients untouched at the listed steps; the sweep's rows equal it bit for bit."""
+    import pydepth
+    from pydepth.optim import AdamW
+    from pydepth.sweep.cell import build_model
+    spec = SweepSpec(depths=[4], widths=[16], seeds=[5], policies=["scaled", "unscaled"], steps=[0, 1, 3],
+                     sequence_length=8, lr=3e-3, weight_decay=0.05)
+    for policy in ("scaled", "unscaled"):
+        out = run_cells(spec.to_dict(), [(4, 16, 5, policy)])
+        assert sorted(set(out["step"])) == [0, 1, 3] and not any(out["error"])
+        model, _ = build_model(spec, Cell(4, 16, 5, policy))
+        opt = AdamW(model.parameters, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05)
+        ids, targets = draw_batch(spec)
+        expect, losses = [], []
+        for t in range(4):
+            model.zero_grad()
+            fwd = model.forward(ids)
+            loss = fwd.loss(targets)
+            if t in (0, 1, 3):
+                report = pydepth.observe_residual_health(model, fwd, loss, accumulate_gradients=False)
+                expect += [(r.activation_ratio, r.adjoint_ratio) for r in report.sites]
+                losses += [loss.item()] * len(report.sites)
+            loss.backward()
+            opt.step()
+        got = np.array(list(zip(out["activation_ratio"], out["adjoint_ratio"])))
+        np.testing.assert_array_equal(got.view(np.uint64), np.array(expect).view(np.uint64))
+        np.testing.assert_array_equal(np.array(out["loss"]).view(np.uint64), np.array(losses).view(np.uint64))
+        assert losses[-1] < losses[0]  # the fixed batch is being fitted
+
+
+def test_steps_after_zero_refused_before_any_work_without_the_optimizer(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pydepth.optim", None)  # as if pydepth.optim were missing
+    with pytest.raises(OptimizerUnavailableError, match="pydepth.optim.AdamW"):
+        run(SweepSpec(**SMALL), out=tmp_path / "never", scheduler="serial", progress=False)
+    assert not (tmp_path / "never").exists()
+    run(SweepSpec(**dict(SMALL, steps=[0])), out=tmp_path / "zero", scheduler="serial", progress=False)
+
+
+def test_a_refused_update_ends_the_cell_with_an_error_row(monkeypatch):
+    from pydepth import optim
+    from pydepth.errors import NonFiniteUpdateError
+
+    def refuse(self):
+        raise NonFiniteUpdateError("AdamW step 1 refused: x would become inf")
+    monkeypatch.setattr(optim.AdamW, "step", refuse)
+    spec = SweepSpec(depths=[2], widths=[4], seeds=[0], policies=["scaled"], steps=[0, 2], sequence_length=4)
+    out = run_cells(spec.to_dict(), [(2, 4, 0, "scaled")])
+    assert out["step"] == [0] * 5 + [1] and out["site"][-1] == -1
+    assert out["error"][-1] == "NonFiniteUpdateError: AdamW step 1 refused: x would become inf"
+    assert np.isnan(out["activation_ratio"][-1]) and out["within_band"][-1] is False
+
+
+def test_torch_backend_agrees_with_the_core_through_the_bridge_observer(tmp_path):
+    """The same cells through pydepth's torch twin, the hook observer and torch.optim.AdamW:
+    equal to the C core's rows to rounding (torch sums in its own order), reproducible alone."""
+    _need("torch")
+    grid = dict(depths=[2, 8], widths=[16], seeds=[0], steps=[0, 1, 3], sequence_length=8)
+    cells = [(d, 16, 0, p) for d in (2, 8) for p in ("scaled", "unscaled")]
+    core = run_cells(SweepSpec(**grid).to_dict(), cells)
+    spec = SweepSpec(**grid, backend="torch")
+    bridge = run_cells(spec.to_dict(), cells)
+    assert bridge["row_id"] == core["row_id"] and not any(bridge["error"])
+    for key in ("activation_ratio", "adjoint_ratio", "loss"):
+        a, b = np.array(core[key]), np.array(bridge[key])
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0, err_msg=key)
+    run(spec, out=tmp_path / "torch", scheduler="serial", progress=False)
+    assert rerun_row(tmp_path / "torch", "d8_w16_seed0_unscaled_step3_site9").identical
 
 
 # -- engines -----------------------------------------------------------------------------------
@@ -276,7 +335,7 @@ def test_stored_rows_carry_the_spec_version_and_exact_columns(serial_small):
     assert meta[b"pydepth.version"].decode() == pydepth.__version__
     assert table.column_names == [n for n, _ in COLUMNS]
     assert str(table.schema.field("activation_ratio").type) == "double"
-    assert table.num_rows == sum(2 * d + 1 for d in SMALL["depths"]) * 2 * 3 * 2
+    assert table.num_rows == sum(2 * d + 1 for d in SMALL["depths"]) * 2 * 3 * 2 * len(SMALL["steps"])
 
 
 def test_resume_skips_stored_cells_and_refuses_another_spec(serial_small, tmp_path):
@@ -355,20 +414,20 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
 # -- the depth check and the CLI -------------------------------------------------------------
 
 def test_depth_check_writes_figures_summary_and_data(tmp_path):
-    cli = subprocess.run([sys.executable, "-m", "pydepth", "depth-check", "--depths", "1,2,4,8",
-                          "--widths", "4,16", "--seeds", "0-2", "--steps", "0", "--sequence-length", "4",
+    cli = subprocess.run([sys.executable, "-m", "pydepth", "depth-check", "--depths", "1,2,4",
+                          "--widths", "4,16", "--seeds", "0-2", "--steps", "0,1", "--sequence-length", "4",
                           "--scheduler", "serial", "--quiet", "--out", str(tmp_path / "dc")],
                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
     assert cli.returncode == 0, cli.stderr
     out = tmp_path / "dc"
-    for stem in ("depth-check-w4", "depth-check-w16", "sites-d8-w4", "sites-d8-w16"):
+    for stem in ("depth-check-w4", "depth-check-w16", "sites-d4-w4", "sites-d4-w16"):
         png = (out / f"{stem}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
         assert (out / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
     summary = (out / "summary.txt").read_text()
     assert "First depth out of the band" in summary and summary.strip() in cli.stdout
     assert "unscaled" in summary and " of 3 seeds" in summary
-    assert read_table(out).num_rows == sum(2 * d + 1 for d in (1, 2, 4, 8)) * 2 * 3 * 2
+    assert read_table(out).num_rows == sum(2 * d + 1 for d in (1, 2, 4)) * 2 * 3 * 2 * 2  # two steps
 
 
 def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_small):

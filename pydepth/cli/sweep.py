@@ -24,6 +24,8 @@ _GRID = (
     ("--data-seed", "data_seed", _args.seed, "seed of the fixed token batch"),
     ("--lr", "lr", float, "AdamW learning rate"),
     ("--weight-decay", "weight_decay", float, "AdamW decoupled weight decay"),
+    ("--backend", "backend", str, "pydepth (the C core) or torch (the same draw in the torch twin, observed "
+     "by pydepth.torch's hooks; needs the 'torch' extra)"),
 )
 
 

@@ -81,10 +81,15 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
     At every step t = 0 .. max_step: zero the gradients, forward and mean loss on the fixed
     batch, then either observe residual health (its reverse pass gives the gradients) when t is
     a listed step, or an ordinary ``loss.backward()``; then one AdamW update unless t is the
-    last step. A pydepth refusal (a non-finite value, a refused update) ends the cell with one
-    row (site -1, NaN ratios) whose ``error`` names it."""
+    last step. A pydepth refusal (a non-finite value; a refused update, reported at the step it
+    would have produced) ends the cell with one row (site -1, NaN ratios) whose ``error`` names it.
+    ``spec.backend == "torch"`` runs the cell through :func:`pydepth.sweep.torch_cell.run_torch_cell`."""
     if cell.width not in spec.widths or cell.depth not in spec.depths or cell.seed not in spec.seeds:
         raise SweepSpecError(f"cell {cell.cell_id} is not in this sweep's grid")
+    if spec.backend == "torch":
+        from .torch_cell import run_torch_cell
+        run_torch_cell(spec, cell, out, batch=batch)
+        return
     t0 = time.perf_counter()
     ids, targets = batch
     model, factor = build_model(spec, cell)
@@ -93,6 +98,7 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
                             weight_decay=spec.weight_decay) if spec.max_step > 0 else None
     rows: List[Tuple[Any, ...]] = []
     for t in range(spec.max_step + 1):
+        reached = t  # a refused update is reported at the step it could not reach
         try:
             model.zero_grad()
             fwd = model.forward(ids)
@@ -108,10 +114,11 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
                 loss.backward()
             fwd.release()
             if opt is not None and t < spec.max_step:
+                reached = t + 1
                 opt.step()
         except PydepthError as err:
             nan = float("nan")
-            rows.append((t, -1, "", nan, nan, nan, nan, "", "", nan, False,
+            rows.append((reached, -1, "", nan, nan, nan, nan, "", "", nan, False,
                          f"{type(err).__name__}: {err}"))
             break
     wall = time.perf_counter() - t0

@@ -206,7 +206,10 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
         raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise SweepSpecError(f"workers must be a positive integer, got {workers!r}")
-    if spec.max_step > 0:
+    if spec.backend == "torch":
+        from .torch_cell import torch_bridge
+        torch_bridge()
+    elif spec.max_step > 0:
         optimizer_class()
     pyarrow_modules()
     if scheduler != "serial":

@@ -18,10 +18,12 @@ from ..errors import ConfigError, InvalidBandError
 from ..health import HEALTH_BAND, check_band
 from .errors import SweepSpecError
 
-__all__ = ["POLICIES", "SweepSpec", "Cell", "parse_int_list", "row_id", "parse_row_id"]
+__all__ = ["POLICIES", "BACKENDS", "SweepSpec", "Cell", "parse_int_list", "row_id", "parse_row_id"]
 
 #: ``scaled``: pydepth's depth policy; ``unscaled``: the same base draw left unscaled (the control).
 POLICIES: Tuple[str, ...] = ("scaled", "unscaled")
+#: ``pydepth``: the C core; ``torch``: the same draw in pydepth's torch twin, observed by hooks.
+BACKENDS: Tuple[str, ...] = ("pydepth", "torch")
 
 _MAX_DEPTH = 4096
 _MAX_STEP = 100_000
@@ -132,6 +134,7 @@ class SweepSpec:
     ``next_u64() % vocabulary_size`` and is the same for every cell. Steps after 0 are AdamW
     updates (``lr``, ``betas``, ``eps``, ``weight_decay``) on that batch; residual health is
     observed at every step listed in ``steps`` and classified in the inclusive ``band``.
+    ``backend="torch"`` runs each cell through the torch bridge instead of the C core.
     """
 
     depths: Tuple[int, ...]
@@ -150,6 +153,7 @@ class SweepSpec:
     eps: float = 1e-8
     weight_decay: float = 0.01
     band: Tuple[float, float] = HEALTH_BAND
+    backend: str = "pydepth"
     _configs: Dict[Tuple[int, int], DecoderConfig] = field(default_factory=dict, init=False,
                                                            repr=False, compare=False)
 
@@ -186,6 +190,8 @@ class SweepSpec:
             raise SweepSpecError(f"betas must each be below 1, got {self.betas!r}")
         s(self, "eps", _real("eps", self.eps, low=0.0, high=1.0, open_low=True))
         s(self, "weight_decay", _real("weight_decay", self.weight_decay, low=0.0, high=1e3))
+        if self.backend not in BACKENDS:
+            raise SweepSpecError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         try:
             s(self, "band", tuple(check_band(self.band)))
         except InvalidBandError as err:
@@ -225,7 +231,8 @@ class SweepSpec:
                 "vocabulary_size": self.vocabulary_size, "head_width": self.head_width,
                 "ff_ratio": self.ff_ratio, "sequence_length": self.sequence_length, "batch_rows": self.batch_rows,
                 "data_seed": self.data_seed, "lr": self.lr, "betas": list(self.betas),
-                "eps": self.eps, "weight_decay": self.weight_decay, "band": list(self.band)}
+                "eps": self.eps, "weight_decay": self.weight_decay, "band": list(self.band),
+                "backend": self.backend}
 
     def to_json(self) -> str:
         """The spec as canonical JSON (sorted keys): equal specs give equal text."""

@@ -1,0 +1,87 @@
+"""One cell on the PyTorch side of the bridge (``backend="torch"``): the same draw and policy as
+the pydepth cell, copied into pydepth's torch twin, observed by ``pydepth.torch``'s hook
+observer and stepped by ``torch.optim.AdamW(foreach=False)``. Needs the ``torch`` extra.
+
+The rows agree with the pydepth backend to rounding, not bit for bit: torch orders its sums
+its own way, which is what this backend is there to show. Inside a cell torch runs on one
+intra-op thread (restored afterwards): sweep cells are small, the parallelism is the workers'.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from ..errors import PydepthError
+from .errors import SweepDependencyError
+from .spec import Cell, SweepSpec, row_id
+
+__all__ = ["torch_bridge", "run_torch_cell"]
+
+
+def torch_bridge() -> Tuple[Any, Any, Any]:
+    """``(torch, pydepth.torch.to_torch, pydepth.torch.observe_residual_health)``, or
+    :class:`SweepDependencyError` naming the ``torch`` extra."""
+    try:
+        import torch
+
+        from ..torch import observe_residual_health, to_torch
+    except ImportError as err:
+        raise SweepDependencyError(
+            "the torch sweep backend needs PyTorch and pydepth's torch bridge observer, the optional "
+            f"'torch' extra: pip install 'pydepth[torch]' ({err})") from None
+    return torch, to_torch, observe_residual_health
+
+
+def run_torch_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
+                   batch: Tuple[np.ndarray, np.ndarray]) -> None:
+    """Runs one cell through the torch twin and appends its rows to ``out`` (the same columns
+    and step loop as :func:`pydepth.sweep.cell.run_cell`)."""
+    torch, _, _ = torch_bridge()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _run(spec, cell, out, batch)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], batch: Tuple[np.ndarray, np.ndarray]) -> None:
+    from .cell import COLUMNS, build_model
+    torch, to_torch, observe = torch_bridge()
+    t0 = time.perf_counter()
+    model, factor = build_model(spec, cell)
+    twin = to_torch(model)
+    ids, targets = (torch.from_numpy(a) for a in batch)
+    listed = set(spec.steps)
+    opt = torch.optim.AdamW(twin.parameters(), lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
+                            weight_decay=spec.weight_decay, foreach=False) if spec.max_step > 0 else None
+    rows: List[Tuple[Any, ...]] = []
+    for t in range(spec.max_step + 1):
+        try:
+            if t in listed:
+                report = observe(twin, ids, targets, band=spec.band)  # leaves .grad untouched
+                with torch.no_grad():
+                    loss = float(twin(ids, targets).loss.item())
+                if not np.isfinite(loss):
+                    raise FloatingPointError(f"loss is {loss!r}")
+                for r in report.sites:
+                    rows.append((t, r.site, r.label, r.activation_ratio, r.adjoint_ratio, r.activation_rms,
+                                 r.adjoint_rms, r.activation_status.value, r.adjoint_status.value, loss,
+                                 report.within_band, ""))
+            if opt is not None and t < spec.max_step:
+                opt.zero_grad(set_to_none=False)
+                twin(ids, targets).loss.backward()
+                opt.step()
+        except (PydepthError, FloatingPointError) as err:
+            nan = float("nan")
+            rows.append((t, -1, "", nan, nan, nan, nan, "", "", nan, False, f"{type(err).__name__}: {err}"))
+            break
+    wall = time.perf_counter() - t0
+    params = model.parameter_count
+    for (t, site, label, ar, gr, arms, grms, ast, gst, lv, within, error) in rows:
+        values = (row_id(cell, t, site), cell.cell_id, cell.depth, cell.width, cell.seed, cell.policy,
+                  t, site, label, ar, gr, arms, grms, ast, gst, lv, within, factor, params, error, wall)
+        for (name, _), v in zip(COLUMNS, values):
+            out[name].append(v)
