@@ -313,13 +313,6 @@ cdef class _Param:
     def zero_grad(self):
         memset(self.p.grad, 0, self.p.size * sizeof(double))
 
-    def restore_grad(self, const double[::1] values not None):
-        """Overwrites the gradient with a saved copy (the observer's gradient-preserving mode)."""
-        if <size_t>values.shape[0] != self.p.size:
-            raise ValueError("size mismatch")
-        if self.p.size:
-            memcpy(self.p.grad, &values[0], self.p.size * sizeof(double))
-
     def restore(self, const double[::1] values not None, const double[::1] grads not None,
                 uint64_t revision):
         """Sets values, gradient and revision at once (unpickling); sizes are checked first."""

@@ -323,13 +323,14 @@ def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequenc
                              final_norm_gain=tuple(float(v) for v in final_norm_gain), band=low_high)
 
 
-def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any], valid: Any, *,
+def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any], valid: Any = None, *,
                              band: BandLike = None, labels: Optional[Sequence[str]] = None,
                              branches: Sequence[BranchHealthRow] = (),
                              final_norm_gain: Sequence[float] = ()) -> DepthHealthReport:
     """Builds a report from site activations and their completed adjoints (each ``[B, T, D]``
-    array-like, site 0 the input residual) over the positions ``valid`` (bool ``[B, T]``)
-    selects: the same RMS arithmetic and classification as :func:`observe_residual_health`.
+    array-like, site 0 the input residual) over the positions ``valid`` (bool ``[B, T]``; default
+    every position) selects: the same RMS arithmetic and classification as
+    :func:`observe_residual_health`.
 
     For observers that run their own forward and reverse pass (the PyTorch bridge); see
     :func:`health_report_from_rms` for ``labels``, ``branches`` and the errors."""
@@ -338,8 +339,11 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
     if not acts or len(acts) != len(grads):
         raise InvalidGeometryError(f"{len(acts)} site activations and {len(grads)} adjoints: "
                                    "need the same positive number of sites")
-    mask = plain_array("validity mask", valid, InvalidGeometryError)
     shapes = [np.shape(a) for a in acts]
+    if len(shapes[0]) < 3:
+        raise InvalidGeometryError(f"site 0 has shape {shapes[0]}; sites are [batch, tokens, features]")
+    mask = (np.ones(shapes[0][:2], dtype=bool) if valid is None
+            else plain_array("validity mask", valid, InvalidGeometryError))
     for i, (shape, g) in enumerate(zip(shapes, grads)):
         if shape != shapes[0]:
             raise InvalidGeometryError(f"site {i} has shape {shape}; site 0 has {shapes[0]}")
@@ -349,7 +353,7 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
     _positive_normalizer(activation_rms[0], _A0)
     adjoint_rms = [valid_feature_rms(g, mask, what=f"adjoint of site {i}") for i, g in enumerate(grads)]
     return health_report_from_rms(activation_rms, adjoint_rms, valid_positions=int(mask.sum()),
-                                  width=int(shapes[0][-1]) if shapes[0] else 0, band=band,
+                                  width=int(shapes[0][-1]), band=band,
                                   labels=labels, branches=branches, final_norm_gain=final_norm_gain)
 
 

@@ -160,6 +160,12 @@ def test_report_from_sites_takes_labels_for_a_parallel_residual_layout():
     assert report.sites[2].activation_ratio == a[2] / a[0]
     with pytest.raises(InvalidGeometryError, match="2 labels for 3 sites"):
         health_report_from_sites(acts, grads, valid, labels=labels[:2])
+    every = health_report_from_sites(acts, grads)  # no mask: every position
+    assert every.valid_positions == 3
+    assert every.sites[1].activation_rms == health_report_from_sites(
+        acts, grads, np.ones((1, 3), dtype=bool)).sites[1].activation_rms
+    with pytest.raises(InvalidGeometryError, match=r"sites are \[batch, tokens, features\]"):
+        health_report_from_sites([np.ones(3)], [np.ones(3)])
 
 
 def test_report_builders_refuse_bad_input():
