@@ -33,7 +33,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--steps", type=str, metavar="N", help="train up to optimizer step N (default 200, or the "
                    "resumed run's total)")
     p.add_argument("--batch", type=_args.positive, help="rows per step (default 4)")
-    p.add_argument("--sequence-length", type=_args.positive, dest="tokens", metavar="T",
+    p.add_argument("--sequence-length", type=_args.positive, dest="tokens", metavar="N",
                    help="positions per row (default: the config's max_positions)")
     p.add_argument("--lr", type=float, help="AdamW peak learning rate (default 3e-3)")
     p.add_argument("--min-lr", type=_nonnegative_float, help="final learning rate of the cosine (default lr/10)")
