@@ -84,14 +84,16 @@ def test_twin_agrees_with_grouped_query_attention(heads, kv, layers):
     assert_twin_agrees(model, rng.integers(0, 37, (3, 9)), rng.integers(0, 37, (3, 9)))
 
 
-def test_twin_agrees_on_packed_batches_with_padding():
+@pytest.mark.parametrize("pad", [-1, -7, 10**9])
+def test_twin_agrees_on_packed_batches_with_padding(pad):
     cfg = DecoderConfig(31, 8, 2, 6, 2, 6, kv_heads=1)
     model = DecoderModel(cfg, SplitMix64(5))
-    batch = Batch.pack([[1, 2, 3, 4], [5, 6, 7], [8, 9], [10, 11, 12, 13, 14, 15, 16]], 7, pad_id=-1)
+    batch = Batch.pack([[1, 2, 3, 4], [5, 6, 7], [8, 9], [10, 11, 12, 13, 14, 15, 16]], 7, pad_id=pad)
     assert not batch.valid.all()
     assert_twin_agrees(model, batch)
     out = to_torch(model)(batch)
     assert np.isfinite(out.logits.detach().numpy()).all()
+    assert not out.logits.detach().numpy()[~batch.valid].any()  # padding stays +0.0 (numerics.md §4.2)
 
 
 def test_float32_twin_rounds_once_and_converts_back_exactly():
