@@ -124,9 +124,11 @@ def test_site_adjoints_are_total_derivatives_of_the_loss(name, torch_models):
 
 def test_parallel_residual_has_l_plus_one_sites_and_says_so(torch_models):
     report = observe_residual_health(torch_models.hf("gpt-neox", 3), torch.arange(12).reshape(2, 6))
-    assert [r.label for r in report.sites] == ["input"] + [f"block.{b}.output (parallel residual)" for b in range(3)]
+    assert [r.label for r in report.sites] == ["input"] + [f"block.{b}.parallel_residual.output" for b in range(3)]
     assert report.sites[-1].adjoint_ratio == 1.0 and report.sites[0].activation_ratio == 1.0
-    assert "parallel residual" in report.to_table()
+    assert "parallel_residual" in report.to_table()
+    from pydepth.plot_style import site_tick_labels  # the plots read the block index from the label
+    assert site_tick_labels(4, [r.label for r in report.sites]) == ["input", "block 0", "block 1", "block 2"]
 
 
 def test_positions_without_a_label_or_masked_out_enter_no_rms(torch_models):

@@ -84,14 +84,16 @@ def test_twin_agrees_with_grouped_query_attention(heads, kv, layers):
     assert_twin_agrees(model, rng.integers(0, 37, (3, 9)), rng.integers(0, 37, (3, 9)))
 
 
-def test_twin_agrees_on_packed_batches_with_padding():
+@pytest.mark.parametrize("pad", [-1, -7, 10**9])
+def test_twin_agrees_on_packed_batches_with_padding(pad):
     cfg = DecoderConfig(31, 8, 2, 6, 2, 6, kv_heads=1)
     model = DecoderModel(cfg, SplitMix64(5))
-    batch = Batch.pack([[1, 2, 3, 4], [5, 6, 7], [8, 9], [10, 11, 12, 13, 14, 15, 16]], 7, pad_id=-1)
+    batch = Batch.pack([[1, 2, 3, 4], [5, 6, 7], [8, 9], [10, 11, 12, 13, 14, 15, 16]], 7, pad_id=pad)
     assert not batch.valid.all()
     assert_twin_agrees(model, batch)
     out = to_torch(model)(batch)
     assert np.isfinite(out.logits.detach().numpy()).all()
+    assert not out.logits.detach().numpy()[~batch.valid].any()  # padding stays +0.0 (numerics.md §4.2)
 
 
 def test_float32_twin_rounds_once_and_converts_back_exactly():
@@ -168,3 +170,46 @@ def test_twin_class_is_a_module_with_the_config():
     assert twin.config == cfg
     with pytest.raises(TypeError, match="dtype"):
         PydepthTwin(cfg, dtype=torch.int64)
+
+
+def test_hf_llama_runs_pydepths_function_after_the_documented_rope_permutation(torch_models):
+    """docs/numerics-torch.md §4: q/k rows permuted within each head (j -> 2j, j + D/2 -> 2j + 1),
+    every nn.Linear weight transposed to [in, out]; a tied-embedding Llama then gives pydepth's logits."""
+    llama = torch_models.hf("llama", 2, tie_word_embeddings=True, rms_norm_eps=1e-6)
+    cfg = DecoderConfig(torch_models.VOCAB, 32, 4, 48, 2, 64, kv_heads=2, rms_epsilon=1e-6)
+    D = cfg.head_width
+    perm = np.arange(D).reshape(2, D // 2).T.reshape(-1)  # [0, D/2, 1, D/2 + 1, ...]
+    torch.manual_seed(5)
+    with torch.no_grad():  # gains away from 1 so that each one's place is checked
+        for m in llama.modules():
+            if type(m).__name__ == "LlamaRMSNorm":
+                m.weight.copy_(1 + 0.2 * torch.randn_like(m.weight))
+
+    def heads(w, n, permute):
+        w = w.detach().reshape(n, D, -1)
+        return (w[:, perm, :] if permute else w).reshape(n * D, -1).t()
+
+    def convert(permute):
+        state = {"token_embedding.weight": llama.model.embed_tokens.weight.detach(),
+                 "final_norm.gain": llama.model.norm.weight.detach()}
+        for b, layer in enumerate(llama.model.layers):
+            p, att, mlp = f"blocks.{b}.", layer.self_attn, layer.mlp
+            state.update({p + "attention_norm.gain": layer.input_layernorm.weight.detach(),
+                          p + "attention.query.weight": heads(att.q_proj.weight, cfg.heads, permute),
+                          p + "attention.key.weight": heads(att.k_proj.weight, cfg.kv_heads, permute),
+                          p + "attention.value.weight": att.v_proj.weight.detach().t(),
+                          p + "attention.output.weight": att.o_proj.weight.detach().t(),
+                          p + "ffn_norm.gain": layer.post_attention_layernorm.weight.detach(),
+                          p + "ffn.gate.weight": mlp.gate_proj.weight.detach().t(),
+                          p + "ffn.up.weight": mlp.up_proj.weight.detach().t(),
+                          p + "ffn.down.weight": mlp.down_proj.weight.detach().t()})
+        return from_torch(state, cfg)
+
+    ids = np.random.default_rng(3).integers(0, torch_models.VOCAB, (2, 12))
+    with torch.no_grad():
+        expected = llama(input_ids=torch.from_numpy(ids)).logits.numpy()
+    scale = np.abs(expected).max()
+    got = convert(True).forward(ids, record=False).logits.value
+    assert np.abs(got - expected).max() <= 1e-5 * scale  # HF's RMSNorm runs in float32
+    unpermuted = convert(False).forward(ids, record=False).logits.value
+    assert np.abs(unpermuted - expected).max() > 1e-3 * scale

@@ -308,7 +308,7 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
     probe = probe_sites(module, input_ids, labels, attention_mask=attention_mask, architecture=architecture)
     layout, valid = probe.layout, probe.valid
     if layout.parallel_residual:
-        site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.output (parallel residual)"
+        site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.parallel_residual.output"
                                                         for b in range(layout.depth)]
     else:
         site_labels = None

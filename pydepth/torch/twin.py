@@ -203,7 +203,8 @@ class PydepthTwin(nn.Module):
             else:
                 shown, tg = _targets_array(_numpy(targets), shape)
             _check_ids(shown, tg, V, valid_u8, targets=True)
-            return (ids, valid, pos.astype(np.int64).reshape(shape),
+            # padding ids are never looked up (the pad id may be any integer, e.g. -1 or 10**9)
+            return (np.where(valid, ids, 0), valid, pos.astype(np.int64).reshape(shape),
                     starts.astype(np.int64).reshape(shape), np.where(valid, tg, 0))
         shown, ids = _tokens_array(_numpy(input_ids), cfg)
         _check_ids(shown, ids, V)
