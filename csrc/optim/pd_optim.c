@@ -1,5 +1,6 @@
 /* The all-or-nothing driver: a check pass over every tensor, then a commit pass. The element
  * arithmetic is a pure function of its operands, so the commit recomputes exactly what was checked. */
+#include <stdint.h>
 #include "pd_optim.h"
 #include "../kernels/pool.h"
 
@@ -22,11 +23,13 @@ static void apply_task(void *vctx, size_t begin, size_t end) {
 
 /* The loops read and write through restrict pointers: a tensor's buffers must be disjoint. */
 static int disjoint(const pd_optim_tensor *t) {
-    const size_t n = t->param->size;
-    const double *b[4] = {t->param->value, t->param->grad, t->slot[0], t->slot[1]};
+    /* addresses compared as integers: relational operators on pointers to different objects are UB */
+    const uintptr_t bytes = (uintptr_t)t->param->size * sizeof(double);
+    const uintptr_t b[4] = {(uintptr_t)t->param->value, (uintptr_t)t->param->grad,
+                            (uintptr_t)t->slot[0], (uintptr_t)t->slot[1]};
     for (int i = 0; i < 4; i++)
         for (int j = i + 1; j < 4; j++)
-            if (n && b[i] && b[j] && b[i] < b[j] + n && b[j] < b[i] + n) return 0;
+            if (bytes && b[i] && b[j] && b[i] < b[j] + bytes && b[j] < b[i] + bytes) return 0;
     return 1;
 }
 
