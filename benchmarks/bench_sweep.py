@@ -1,5 +1,6 @@
-"""Sweep throughput: cells per second serially, on the local default cluster and through a
-`dask scheduler` + `dask worker` processes on 127.0.0.1, for the tiny shape and a >= 50 ms cell.
+"""Sweep throughput: cells per second serially, on the local default cluster (worker processes),
+on a local cluster of threads, and through a `dask scheduler` + `dask worker` processes on
+127.0.0.1, for the tiny shape and a >= 50 ms cell.
 
     python benchmarks/bench_sweep.py [--workers 2] [--repeat 3] [--tiny-cells 400] [--big-cells 32]
 
@@ -106,6 +107,7 @@ def main() -> int:
             spec = SweepSpec(seeds=range(n // 2), **SHAPES[shape])
             engines = [("serial", "serial", default_threads), ("serial-1thread", "serial", 1),
                        (f"local-{args.workers}", "local", default_threads),
+                       (f"threads-{args.workers}", "threads", default_threads),
                        (f"dask-{args.workers}-workers", address, default_threads)]
             rates: Dict[str, List[float]] = {e[0]: [] for e in engines}
             startup: Dict[str, List[float]] = {e[0]: [] for e in engines}

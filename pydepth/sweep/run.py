@@ -145,14 +145,14 @@ class _Engine:
         else:
             n = workers or os.cpu_count() or 1
             if scheduler == "threads":
-                # in-process HTTP servers bind to loopback only (None would still open :8787)
+                # HTTP servers on loopback, a free port (None can still try :8787)
                 self.cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=n, processes=False,
                                                         dashboard_address="127.0.0.1:0",
                                                         worker_dashboard_address="127.0.0.1:0")
                 self.name = f"local Dask cluster, 1 worker x {n} threads"
-            else:
+            else:  # HTTP servers on loopback, a free port (None can still try :8787)
                 self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                        host="127.0.0.1", dashboard_address=None,
+                                                        host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                                         env={"PYDEPTH_NUM_THREADS": "1"})
                 self.name = f"local Dask cluster, {n} worker processes"
             self.client = distributed.Client(self.cluster)
