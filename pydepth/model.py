@@ -99,7 +99,14 @@ class NamedParameter:
 
     @property
     def value(self) -> np.ndarray:
-        """Read-only float64 view of the stored values (no copy; keeps the buffer alive)."""
+        """Read-only float64 view of the stored values (no copy; keeps the buffer alive).
+
+        Change values only with :meth:`assign`: a writable alias of this view (for example
+        ``torch.from_numpy(p.value)``, which only warns) writes into the C buffer without
+        advancing the revision. A recorded forward remembers a checksum of every parameter, so
+        ``backward()`` after such a write raises :class:`StaleOperandError` instead of mixing
+        old activations with new weights; a forward run after the write simply sees the new
+        values."""
         return np.asarray(self._p.value_view())
 
     @property
@@ -569,7 +576,7 @@ class DecoderModel:
         """A model with exactly the entries of state (any order; copied), checked against
         config's layout; nothing is drawn."""
         if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         arrays, _, _ = _checked_state(config, state, True)
         return cls.from_parameters(config, [NamedParameter(n, arrays[n]) for n, _ in config.parameter_layout()])
 
@@ -640,7 +647,7 @@ def _checked_state(config: DecoderConfig, state: Any, strict: bool) -> Tuple[Dic
     for name, shape in layout.items():
         if name not in state:
             continue
-        arr = np.asarray(state[name])
+        arr = plain_array(name, state[name], StateDictError)
         if arr.dtype.kind not in "iuf":
             raise StateDictError(f"{name}: needs real numbers, got dtype {arr.dtype}")
         if arr.shape != shape:

@@ -194,3 +194,62 @@ def test_scalar_entry_points(a, b):
     finally:
         pydepth.set_num_threads(old)
     call(pydepth.DepthScalePolicy, a)
+
+
+@FUZZ
+@given(key=st.sampled_from(sorted(MODEL.state_dict()) + ["extra.weight"]), value=st.one_of(ids_like, scalars),
+       strict=st.one_of(st.booleans(), scalars))
+def test_state_dicts(key, value, strict):
+    model = MODEL.clone()
+    before = state(model)
+    out = call(model.load_state_dict, dict(MODEL.state_dict(), **{key: value}), strict)
+    if isinstance(out, PydepthError):
+        assert state(model) == before
+    call(DecoderModel.from_state_dict, CFG, {key: value})
+    call(DecoderModel.from_state_dict, value, MODEL.state_dict())
+
+
+@FUZZ
+@given(kind=st.sampled_from(["SGD", "AdamW"]), lr=st.one_of(st.just(1e-2), scalars),
+       other=st.one_of(st.just(0.0), scalars), grad_scale=st.sampled_from([1.0, 1e300, 0.0]))
+def test_optimizers(kind, lr, other, grad_scale):
+    model = MODEL.clone()
+    tokens = np.array([[1, 2, 3], [4, 5, 6]])
+    model.loss(tokens, (tokens + 1) % 13).backward()
+    cls = getattr(pydepth.optim, kind)
+    opt = call(cls, model.parameters, lr, weight_decay=other)
+    if isinstance(opt, PydepthError):
+        return
+    if grad_scale != 1.0:  # huge or zero gradients: the step either stays finite or is refused
+        for p in model.parameters:
+            p.assign(p.value * grad_scale if grad_scale else p.value)
+    before = state(model)
+    if isinstance(call(opt.step), PydepthError):
+        assert state(model) == before
+    else:
+        assert all(finite(p.value) for p in model.parameters)
+
+
+CORRUPTIONS = st.one_of(
+    st.binary(max_size=64),
+    st.tuples(st.integers(0, 400), st.binary(min_size=1, max_size=8)),  # overwrite bytes at an offset
+    st.integers(0, 400))  # truncate at an offset
+
+
+@settings(FUZZ, max_examples=max(10, EXAMPLES // 2))
+@given(corruption=CORRUPTIONS)
+def test_checkpoints(tmp_path_factory, corruption):
+    path = tmp_path_factory.mktemp("ckpt") / "model.pd"
+    pydepth.checkpoint.save(path, MODEL, rng=SplitMix64(5), step=3)
+    data = bytearray(path.read_bytes())
+    if isinstance(corruption, bytes):
+        data = bytearray(corruption)
+    elif isinstance(corruption, tuple):
+        at, patch = corruption
+        data[at:at + len(patch)] = patch
+    else:
+        del data[corruption:]
+    path.write_bytes(bytes(data))
+    out = call(pydepth.checkpoint.load, path)
+    if not isinstance(out, PydepthError):
+        assert all(finite(p.value) for p in out.model.parameters)
