@@ -1,7 +1,9 @@
 /* Persistent thread pool (pthreads or Win32 through platform/pd_thread.h) behind pd_parallel_for. Chunks are handed out dynamically, but each
  * index is processed by exactly one call, so tasks that write only their own outputs give
  * identical results for any thread count. One job runs at a time (callers from several
- * threads queue on a mutex); a pd_parallel_for issued from inside a task runs inline. */
+ * threads queue on a mutex); a pd_parallel_for issued from inside a task runs inline.
+ * A helper that wakes after the caller has taken every chunk sits the job out: the caller
+ * waits only for helpers that joined, never for one the scheduler has not run yet. */
 #include <stdlib.h>
 #include "pool.h"
 #include "../platform/pd_atomic.h"
@@ -18,7 +20,8 @@ static pd_atomic_int g_threads = 1;
 static int g_workers;              /* spawned workers (the caller is the extra thread) */
 static unsigned long g_gen;        /* bumped once per job */
 static int g_helpers;              /* workers with index < g_helpers take part in this job */
-static int g_remaining;            /* helpers that have not finished the current job */
+static int g_open;                 /* the current job still admits helpers */
+static int g_active;               /* helpers that joined the current job and are still in it */
 static pd_task_fn g_fn;
 static void *g_ctx;
 static size_t g_n, g_chunk;
@@ -50,11 +53,12 @@ static void worker_main(void *varg) {
     for (;;) {
         while (g_gen == seen) pd_cond_wait(&g_wake, &g_mu);
         seen = g_gen;
-        if (idx >= g_helpers) continue; /* sits this job out */
+        if (idx >= g_helpers || !g_open) continue; /* sits this job out */
+        g_active++;
         pd_mutex_unlock(&g_mu);
         run_chunks();
         pd_mutex_lock(&g_mu);
-        if (--g_remaining == 0) pd_cond_signal(&g_done);
+        if (--g_active == 0 && !g_open) pd_cond_signal(&g_done);
     }
 }
 
@@ -80,7 +84,8 @@ static void atfork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use
 static void atfork_child(void) {
     g_workers = 0;
     g_helpers = 0;
-    g_remaining = 0;
+    g_open = 0;
+    g_active = 0;
     pd_cond_reset(&g_wake);
     pd_cond_reset(&g_done);
     pd_mutex_unlock(&g_mu);
@@ -122,13 +127,15 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
     g_chunk = chunk;
     pd_atomic_size_store(&g_next, 0);
     g_helpers = helpers;
-    g_remaining = helpers;
+    g_open = 1;
+    g_active = 0;
     g_gen++;
     if (helpers) pd_cond_broadcast(&g_wake);
     pd_mutex_unlock(&g_mu);
     run_chunks();
     pd_mutex_lock(&g_mu);
-    while (g_remaining > 0) pd_cond_wait(&g_done, &g_mu);
+    g_open = 0; /* every chunk is taken: late helpers skip this job */
+    while (g_active > 0) pd_cond_wait(&g_done, &g_mu);
     pd_mutex_unlock(&g_mu);
     pd_mutex_unlock(&g_use);
 }
