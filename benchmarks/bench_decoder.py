@@ -356,6 +356,20 @@ def parameter_count(spec: Dict[str, Any]) -> int:
     return spec["V"] * w + spec["L"] * (2 * w + 2 * w * w + 2 * w * kvd + 3 * w * f) + w
 
 
+def step_flops(spec: Dict[str, Any]) -> float:
+    """Useful flops (2 per multiply-add) of one fwd_bwd step's products: the block and head
+    matmuls, and causal attention's two products over the T(T+1)/2 allowed (query, key)
+    pairs; the backward runs two products per forward one."""
+    b = len(spec["tokens"]) if "tokens" in spec else 1
+    n, w, f, h, t = b * spec["T"], spec["W"], spec["F"], spec["H"], spec["T"]
+    d = w // h
+    kvd = (spec["kv"] or h) * d
+    block = n * w * (w + 2 * kvd) + n * w * w + n * w * 2 * f + n * f * w
+    attention = b * h * 2 * (t * (t + 1) // 2) * d
+    forward = spec["L"] * (block + attention) + n * w * spec["V"]
+    return 2.0 * 3 * forward
+
+
 def run_series(kind: str, values: Sequence[int], threads: int, repeat: int, budget: float,
                log: Callable[[str], None]) -> List[Dict[str, Any]]:
     """fwd_bwd over a depth series (tiny width) or a length series (medium width)."""
@@ -535,12 +549,42 @@ def report(results: Dict[str, Any]) -> str:
                              f"(median; min {fmt_s(r['pydepth']['min'])}; the very first call after "
                              f"construction {fmt_s(r['pydepth']['first_call'])}), torch eager "
                              f"{fmt_s(r['torch']['median'])}.")
+    lines += peak_lines(results)
     lines.append("")
     lines.append("Issue-7 targets (fwd_bwd, torch/pydepth median ratio):")
     lines.append("")
     for v in targets_status(results):
         lines.append(f"- {v}")
     return "\n".join(lines)
+
+
+def peak_lines(results: Dict[str, Any]) -> List[str]:
+    """The machine line and each shape's fwd_bwd GFLOP/s as a fraction of it."""
+    peak = results.get("peak")
+    if not peak:
+        return []
+    lines = [""]
+    if "error" in peak:
+        return lines + [f"Machine peak: not measured ({peak['error']})."]
+    by = ", ".join(f"{i} {g:.1f}" for i, g in peak["by_isa"].items() if g)
+    lines.append(f"Machine peak (benchmarks/bench_peak.py: vector mul + add pairs, no FMA, fastest ~1 ms "
+                 f"window per thread): {by} GFLOP/s at 1 thread; pydepth's kernels run the widest, "
+                 f"{peak['isa']}: " + ", ".join(f"{g:.1f} GFLOP/s at {n} thread{'s' if int(n) > 1 else ''}"
+                                                for n, g in peak["gflops"].items()) + ".")
+    lines.append("")
+    lines.append("| shape | threads | useful GFLOP per fwd_bwd | pydepth GFLOP/s | of peak | torch GFLOP/s | of peak |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for sh in results["shapes"]:
+        fl = step_flops(sh["spec"])
+        for r in sh["rows"]:
+            if r["op"] != "fwd_bwd":
+                continue
+            pk = peak["gflops"].get(r["threads"]) or peak["gflops"].get(str(r["threads"]))
+            gp, gt = fl / r["pydepth"]["median"] * 1e-9, fl / r["torch"]["median"] * 1e-9
+            lines.append(f"| {r['shape']} | {r['threads']} | {fl * 1e-9:.4f} | {gp:.1f} | "
+                         f"{100 * gp / pk:.0f}% | {gt:.1f} | {100 * gt / pk:.0f}% |" if pk else
+                         f"| {r['shape']} | {r['threads']} | {fl * 1e-9:.4f} | {gp:.1f} | – | {gt:.1f} | – |")
+    return lines
 
 
 def targets_status(results: Dict[str, Any]) -> List[str]:
@@ -621,6 +665,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         w.close()
         results[fw] = info["version"]
         results[fw + "_file"] = info["file"]
+    log("machine peak")
+    try:
+        from bench_peak import PeakError, machine_peak
+        results["peak"] = machine_peak(threads)
+    except PeakError as exc:
+        results["peak"] = {"error": str(exc)}
     if not args.no_check:
         log("correctness check")
         results["check"] = correctness_check()
