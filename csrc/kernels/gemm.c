@@ -17,8 +17,6 @@
 
 /* Below this many multiply-adds packing costs more than it saves. */
 #define PD_SMALL_MACS 4096u
-/* Below this many multiply-adds a second thread costs more (wake-up) than it saves. */
-#define PD_PARALLEL_MACS (1u << 20)
 #define PD_TILE_MAX (8 * 16)
 
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
@@ -274,8 +272,8 @@ static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size
     }
     gemm_job j = {.p = current_path(), .M = M, .K = K, .N = N, .A = A, .B = B, .rsa = rsa,
                   .csa = csa, .rsb = rsb, .csb = csb, .C = C, .ldc = ldc, .acc = acc};
-    size_t nt = (size_t)pd_get_num_threads();
-    if (pd_parallel_active() || macs < PD_PARALLEL_MACS) nt = 1;
+    size_t nt = (size_t)pd_get_num_threads(); /* below two chunks' work a second thread costs more than it saves */
+    if (pd_parallel_active() || macs < 2.0 * PD_PARALLEL_MIN_WORK) nt = 1;
     /* split the longer side: each task packs all of the other operand */
     j.split_rows = M >= N;
     const size_t len = j.split_rows ? M : N, unit = (size_t)(j.split_rows ? j.p->mr : j.p->nr);

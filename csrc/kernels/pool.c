@@ -1,7 +1,12 @@
 /* Persistent thread pool (pthreads or Win32 through platform/pd_thread.h) behind pd_parallel_for. Chunks are handed out dynamically, but each
  * index is processed by exactly one call, so tasks that write only their own outputs give
  * identical results for any thread count. One job runs at a time (callers from several
- * threads queue on a mutex); a pd_parallel_for issued from inside a task runs inline. */
+ * threads queue on a mutex); a pd_parallel_for issued from inside a task runs inline.
+ * A helper that wakes after the caller has taken every chunk sits the job out: the caller
+ * waits only for helpers that joined, never for one the scheduler has not run yet.
+ * Between jobs a helper spins briefly before it sleeps, and the caller spins briefly before it
+ * waits: the products of one training step come back to back, and a futex wake-up per job
+ * cost more than the whole job at mid-size shapes. */
 #include <stdlib.h>
 #include "pool.h"
 #include "../platform/pd_atomic.h"
@@ -18,7 +23,14 @@ static pd_atomic_int g_threads = 1;
 static int g_workers;              /* spawned workers (the caller is the extra thread) */
 static unsigned long g_gen;        /* bumped once per job */
 static int g_helpers;              /* workers with index < g_helpers take part in this job */
-static int g_remaining;            /* helpers that have not finished the current job */
+static int g_open;                 /* the current job still admits helpers */
+static pd_atomic_int g_active;     /* helpers in the current job (changed under g_mu, read by spins) */
+static pd_atomic_int g_posted;     /* low bits of g_gen, read by spinning helpers */
+static int g_sleeping;             /* helpers blocked on g_wake */
+
+/* Pause-loop trips of one spin (tens of microseconds): longer than the gap between the jobs of
+ * one step, far shorter than a scheduler tick of the other processes we would hold off. */
+#define PD_SPIN_TRIPS 2048
 static pd_task_fn g_fn;
 static void *g_ctx;
 static size_t g_n, g_chunk;
@@ -46,15 +58,27 @@ static void worker_main(void *varg) {
     free(varg);
     const int idx = arg.idx;
     unsigned long seen = arg.gen;
-    pd_mutex_lock(&g_mu);
     for (;;) {
-        while (g_gen == seen) pd_cond_wait(&g_wake, &g_mu);
+        for (int s = 0; s < PD_SPIN_TRIPS && pd_atomic_int_load(&g_posted) == (int)seen; s++) PD_CPU_RELAX();
+        pd_mutex_lock(&g_mu);
+        while (g_gen == seen) {
+            g_sleeping++;
+            pd_cond_wait(&g_wake, &g_mu);
+            g_sleeping--;
+        }
         seen = g_gen;
-        if (idx >= g_helpers) continue; /* sits this job out */
+        if (idx >= g_helpers || !g_open) { /* sits this job out */
+            pd_mutex_unlock(&g_mu);
+            continue;
+        }
+        pd_atomic_int_store(&g_active, pd_atomic_int_load(&g_active) + 1);
         pd_mutex_unlock(&g_mu);
         run_chunks();
         pd_mutex_lock(&g_mu);
-        if (--g_remaining == 0) pd_cond_signal(&g_done);
+        const int left = pd_atomic_int_load(&g_active) - 1;
+        pd_atomic_int_store(&g_active, left);
+        if (left == 0 && !g_open) pd_cond_signal(&g_done);
+        pd_mutex_unlock(&g_mu);
     }
 }
 
@@ -80,7 +104,9 @@ static void atfork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use
 static void atfork_child(void) {
     g_workers = 0;
     g_helpers = 0;
-    g_remaining = 0;
+    g_open = 0;
+    g_sleeping = 0;
+    pd_atomic_int_store(&g_active, 0);
     pd_cond_reset(&g_wake);
     pd_cond_reset(&g_done);
     pd_mutex_unlock(&g_mu);
@@ -122,13 +148,21 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
     g_chunk = chunk;
     pd_atomic_size_store(&g_next, 0);
     g_helpers = helpers;
-    g_remaining = helpers;
+    g_open = 1;
+    pd_atomic_int_store(&g_active, 0);
     g_gen++;
-    if (helpers) pd_cond_broadcast(&g_wake);
+    pd_atomic_int_store(&g_posted, (int)g_gen);
+    if (helpers && g_sleeping) pd_cond_broadcast(&g_wake); /* spinning helpers need no wake-up */
     pd_mutex_unlock(&g_mu);
     run_chunks();
     pd_mutex_lock(&g_mu);
-    while (g_remaining > 0) pd_cond_wait(&g_done, &g_mu);
+    g_open = 0; /* every chunk is taken: late helpers skip this job */
+    if (pd_atomic_int_load(&g_active) > 0) { /* a helper finishing its last chunk: spin, then sleep */
+        pd_mutex_unlock(&g_mu);
+        for (int s = 0; s < PD_SPIN_TRIPS && pd_atomic_int_load(&g_active) > 0; s++) PD_CPU_RELAX();
+        pd_mutex_lock(&g_mu);
+    }
+    while (pd_atomic_int_load(&g_active) > 0) pd_cond_wait(&g_done, &g_mu);
     pd_mutex_unlock(&g_mu);
     pd_mutex_unlock(&g_use);
 }

@@ -98,7 +98,9 @@ pd_status pd_attention_forward(const pd_attn_geom *a, const double *qr, const do
     c.pm_out = pm;
     c.ho = ho;
     c.kappa = 1.0 / sqrt((double)a->D);
-    pd_parallel_for(a->B * a->H, 1, forward_lanes, &c);
+    /* a lane's two products hold about T*T*D multiply-adds */
+    const double lane_work = (double)a->T * (double)a->T * (double)a->D;
+    pd_parallel_for(a->B * a->H, pd_grain(lane_work), forward_lanes, &c);
     if (c.failed) return pd_fail(e, PD_ERR_NONFINITE, c.fail_index, c.fail_value, block, PD_N_ATTN_SCORES);
     return PD_OK;
 }
@@ -169,6 +171,8 @@ pd_status pd_attention_backward(const pd_attn_geom *a, const double *qr, const d
     c.dkr = dkr;
     c.dvh = dvh;
     c.kappa = 1.0 / sqrt((double)a->D);
-    pd_parallel_for(a->B * a->KV, 1, backward_kv_lanes, &c);
+    /* a key/value lane runs four products per query head: about 2*T*T*D multiply-adds each */
+    const double kv_work = 2.0 * (double)a->T * (double)a->T * (double)a->D * (double)(a->H / a->KV);
+    pd_parallel_for(a->B * a->KV, pd_grain(kv_work), backward_kv_lanes, &c);
     return c.failed ? pd_fail(e, PD_ERR_ALLOC, 0, 0.0, -1, -1) : PD_OK;
 }

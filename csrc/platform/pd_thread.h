@@ -27,6 +27,17 @@ typedef pthread_key_t pd_tls_key;
 #define PD_ONCE_INIT PTHREAD_ONCE_INIT
 #endif
 
+/* A spin-wait hint to the CPU (pause / yield), or nothing where there is none. */
+#if defined(_WIN32)
+#define PD_CPU_RELAX() YieldProcessor()
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define PD_CPU_RELAX() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define PD_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define PD_CPU_RELAX() ((void)0)
+#endif
+
 void pd_mutex_lock(pd_mutex *m);
 void pd_mutex_unlock(pd_mutex *m);
 void pd_cond_wait(pd_cond *c, pd_mutex *m);
