@@ -121,6 +121,11 @@ def dask_cluster(tmp_path_factory):
         finally:
             client.close()
         yield address
+        try:  # the scheduler retires its workers and exits: quicker than signals under load
+            with distributed.Client(address, timeout=10) as client:
+                client.shutdown()
+        except (OSError, RuntimeError):
+            pass
     finally:
         _stop(procs)
 
