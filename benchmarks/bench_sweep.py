@@ -2,10 +2,13 @@
 on a local cluster of threads, and through a `dask scheduler` + `dask worker` processes on
 127.0.0.1, for the tiny shape and a >= 50 ms cell.
 
-    python benchmarks/bench_sweep.py [--workers 2] [--repeat 3] [--tiny-cells 400] [--big-cells 32]
+    python benchmarks/bench_sweep.py [--workers 2] [--repeat 3] [--tiny-cells 400] [--big-cells 24]
 
 Rates count compute only (first task sent to last Parquet part written; engine start-up is
-reported separately). Every engine's rows are checked bit for bit against the serial run's.
+reported separately). "ms/cell in" is the median wall time of one cell inside the engine (its
+``wall_time_s``); "busy" is the summed cell time over (workers x compute time): what the
+engine keeps its workers busy with, so a low rate with high busy means the cores were not free.
+Every engine's rows are checked bit for bit against the serial run's.
 Medians over --repeat runs; ratios are against the serial rate measured in the same run.
 The serial baseline runs with the core's default thread count and with one thread.
 """
@@ -27,7 +30,7 @@ SHAPES = {
     # the benchmarks' tiny shape: V=266, W=4, H=1, F=4, L=8, T=4
     "tiny": dict(depths=[8], widths=[4], sequence_length=4, ff_ratio=1.0, head_width=8, vocabulary_size=266),
     # a cell of >= 50 ms on one core of this machine
-    "big": dict(depths=[32], widths=[32], sequence_length=32, ff_ratio=1.0, head_width=8, vocabulary_size=266),
+    "big": dict(depths=[32], widths=[64], sequence_length=64, ff_ratio=1.0, head_width=8, vocabulary_size=266),
 }
 
 
@@ -92,7 +95,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tiny-cells", type=int, default=400, help="cells of the tiny shape per run")
-    ap.add_argument("--big-cells", type=int, default=32, help="cells of the >= 50 ms shape per run")
+    ap.add_argument("--big-cells", type=int, default=24, help="cells of the >= 50 ms shape per run")
     args = ap.parse_args()
 
     import pydepth
@@ -110,6 +113,8 @@ def main() -> int:
                        (f"threads-{args.workers}", "threads", default_threads),
                        (f"dask-{args.workers}-workers", address, default_threads)]
             rates: Dict[str, List[float]] = {e[0]: [] for e in engines}
+            cell_ms: Dict[str, List[float]] = {e[0]: [] for e in engines}
+            busy: Dict[str, List[float]] = {e[0]: [] for e in engines}
             startup: Dict[str, List[float]] = {e[0]: [] for e in engines}
             reference = None
             for r in range(args.repeat):
@@ -121,6 +126,9 @@ def main() -> int:
                     rates[name].append(res.cells_per_second)
                     startup[name].append(res.seconds - res.compute_seconds)
                     table = read_table(out)
+                    walls = dict(zip(table.column("cell_id").to_pylist(), table.column("wall_time_s").to_pylist()))
+                    cell_ms[name].append(1e3 * statistics.median(walls.values()))
+                    busy[name].append(sum(walls.values()) / (max(1, res.workers) * res.compute_seconds))
                     if reference is None:
                         reference = table
                     elif not _same(reference, table):
@@ -129,11 +137,14 @@ def main() -> int:
             ms = 1e3 / statistics.median(rates["serial-1thread"])
             print(f"\n{shape}: {len(spec.cells())} cells ({ms:.1f} ms per cell serially on one thread), "
                   f"median of {args.repeat}")
-            print(f"{'engine':<22}{'cells/s':>10}{'vs serial':>11}{'start-up s':>12}   all runs")
+            one = statistics.median(rates["serial-1thread"])
+            print(f"{'engine':<22}{'cells/s':>10}{'vs serial':>11}{'vs 1-thread':>13}{'start-up s':>12}"
+                  f"{'ms/cell in':>12}{'busy':>7}   all runs")
             for name, _, _ in engines:
                 med = statistics.median(rates[name])
-                print(f"{name:<22}{med:>10.1f}{med / base:>10.2f}x{statistics.median(startup[name]):>12.2f}   "
-                      + ", ".join(f"{x:.1f}" for x in rates[name]))
+                print(f"{name:<22}{med:>10.1f}{med / base:>10.2f}x{med / one:>12.2f}x"
+                      f"{statistics.median(startup[name]):>12.2f}{statistics.median(cell_ms[name]):>12.1f}"
+                      f"{100 * statistics.median(busy[name]):>6.0f}%   " + ", ".join(f"{x:.1f}" for x in rates[name]))
     finally:
         _stop(procs)
     print(f"\nload average {os.getloadavg()[0]:.1f} at end; every engine's rows equal the serial run bit for bit")

@@ -73,6 +73,13 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _die_with_parent():
+    """Linux: the Dask processes are killed if pytest itself is killed (no stray cluster)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: workers ignore a lost parent
+
+
 def _stop(procs):
     for p in procs:
         if p.poll() is None:
@@ -97,12 +104,12 @@ def dask_cluster(tmp_path_factory):
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
              "--dashboard-address", "127.0.0.1:0"], cwd=logs, env=ENV, stdout=open(logs / "scheduler.log", "w"),
-            stderr=subprocess.STDOUT))
+            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent))
         for i in range(2):
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--no-nanny",
                  "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--name", f"w{i}"], cwd=logs, env=ENV,
-                stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
+                stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent))
         deadline = time.monotonic() + TIMEOUT
         client = None
         while client is None:
@@ -121,6 +128,11 @@ def dask_cluster(tmp_path_factory):
         finally:
             client.close()
         yield address
+        try:  # the scheduler retires its workers and exits: quicker than signals under load
+            with distributed.Client(address, timeout=10) as client:
+                client.shutdown()
+        except (OSError, RuntimeError):
+            pass
     finally:
         _stop(procs)
 

@@ -4,8 +4,9 @@ Engines (``scheduler=``):
 
 - ``None``: the cluster at ``$DASK_SCHEDULER_ADDRESS`` if set, else the local default.
 - ``"local"``: the local default, a ``distributed.LocalCluster`` of single-threaded worker
-  processes (one per core, or ``workers``) with ``PYDEPTH_NUM_THREADS=1``. Chosen by
-  measurement: sweep cells are short, so a process per core beats threads sharing the GIL.
+  processes (one per core, or ``workers``) with ``PYDEPTH_NUM_THREADS=1``: the Python part of
+  a cell (observation, per-block bookkeeping) never waits on a shared GIL. The measurement on
+  the loaded development machine did not separate it from ``"threads"`` (benchmarks/README.md).
 - ``"threads"``: a local cluster of one in-process worker with ``workers`` threads.
 - ``"serial"``: no Dask; the cells run one after another in this process (the baseline).
 - ``"tcp://HOST:PORT"`` (any Dask address): an existing cluster; its workers need this same
