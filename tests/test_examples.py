@@ -24,7 +24,8 @@ def has_matplotlib():
 def test_the_examples_are_there():
     names = {p.name for p in EXAMPLES}
     assert {"ch06_depth_stable_decoder.py", "observe_your_config.py", "compare_policies.py",
-            "packed_batch_health.py", "torch_twin.py", "hf_llama_health.py", "hf_gpt2_audit.py"} <= names
+            "packed_batch_health.py", "torch_twin.py", "hf_llama_health.py", "hf_gpt2_audit.py",
+            "train_tiny.py", "sweep_depth_check.py"} <= names
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)

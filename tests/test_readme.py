@@ -33,3 +33,13 @@ def test_linked_examples_exist():
     assert links
     for link in links:
         assert (ROOT / link).is_file(), link
+
+
+def test_every_what_you_can_do_task_has_a_snippet_and_links_its_example():
+    section = README.split("## What you can do", 1)[1].split("\n## ", 1)[0]
+    tasks = re.split(r"^### ", section, flags=re.M)[1:]
+    titles = [t.splitlines()[0] for t in tasks]
+    assert len(tasks) >= 6, titles  # chapter, own config, train, compare, torch, sweep
+    for title, body in zip(titles, tasks):
+        assert "```python\n" in body, f"task {title!r} has no python snippet"
+        assert re.search(r"\]\(examples/[^)]+\.py\)", body), f"task {title!r} links no example"
