@@ -26,19 +26,39 @@ def _ratios(ax: Any, observations: Sequence[Dict[str, Any]], key: str, ylabel: s
                 if s in (0, n_sites - 1) else None)
         marked |= mark_out_of_band(ax, steps, ys, band, label=None if marked else "outside the band") > 0
     ratio_axis(ax, ylabel, values, band)
-    ax.set_xlabel("step (parameters after this many updates)")
+    _step_axis(ax, steps)
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small", loc="best", framealpha=0.9)
+
+
+def _step_axis(ax: Any, steps: Sequence[int]) -> None:
+    """Integer step ticks (steps are counts of updates), the last observed step always shown."""
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if steps:  # a little room at both ends, so the first and last markers are drawn whole
+        pad = max(0.3, 0.02 * (max(steps) - min(steps)))
+        ax.set_xlim(min(steps) - pad, max(steps) + pad)
+    ax.set_xlabel(_STEP_LABEL)
+
+
+_STEP_LABEL = "step (parameters after this many updates)"
 
 
 def plot_training(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[str, Any]],
                   path: Union[str, pathlib.Path], *, formats: Optional[Sequence[str]] = None,
                   title: Optional[str] = None) -> List[pathlib.Path]:
-    """Writes the figure of train.jsonl rows (step, loss) and health.jsonl rows (step, report)
-    to path (.png, .svg or .pdf; or path.{fmt} for each of formats) and returns the paths."""
+    """Writes the figure of train.jsonl rows (step, loss) and health.jsonl rows (step, loss,
+    report) to path (.png, .svg or .pdf; or path.{fmt} for each of formats) and returns the paths.
+    Every panel's x axis is the number of updates the parameters have had (integer ticks)."""
     fig, (loss_ax, act_ax, adj_ax) = new_figure(3)
-    loss_ax.plot([r["step"] for r in steps], [r["loss"] for r in steps], "-", color="tab:blue", linewidth=1)
-    loss_ax.set_xlabel("step")
+    # train.jsonl row N holds the loss taken before update N, i.e. of the parameters after N-1 updates:
+    # drawn at N-1 so every panel shares one step axis; an end observation adds the final parameters' loss
+    xs = [r["step"] - 1 for r in steps]
+    ys = [r["loss"] for r in steps]
+    if observations and (not xs or observations[-1]["step"] > xs[-1]):
+        xs, ys = xs + [observations[-1]["step"]], ys + [observations[-1]["loss"]]
+    loss_ax.plot(xs, ys, "-", color="tab:blue", linewidth=1, marker="." if len(xs) <= 50 else None)
+    _step_axis(loss_ax, xs)
     loss_ax.set_ylabel("mean next-byte loss (nats)")
     loss_ax.set_title("training loss", fontsize="medium")
     loss_ax.grid(True, alpha=0.35)

@@ -15,7 +15,7 @@ from .health import DepthHealthReport, observe_residual_health
 from .model import DecoderModel
 from .optim import Optimizer
 
-__all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "train_step"]
+__all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "train_step", "observe_step"]
 
 #: Byte-level ids are 0..255; a model needs at least this vocabulary.
 BYTE_VOCABULARY = 256
@@ -75,4 +75,15 @@ def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
     value = loss.item()
     fwd.release()
     optimizer.step()
+    return value, report
+
+
+def observe_step(model: DecoderModel, batch: Batch) -> Tuple[float, DepthHealthReport]:
+    """Residual health of the current parameters on `batch` without training: the loss and the
+    report train_step(observe=True) would return, with every parameter's .grad left as it was."""
+    fwd = model.forward(batch)
+    loss = fwd.loss()
+    report = observe_residual_health(model, fwd, loss, accumulate_gradients=False)
+    value = loss.item()
+    fwd.release()
     return value, report

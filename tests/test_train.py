@@ -86,7 +86,7 @@ def test_periodic_checkpoints_resume_exactly_and_observing_changes_nothing(tmp_p
     assert run("train", CORPUS, *common, "--out", tmp_path / "b", "--observe-every", 1) == 0
     assert_same_checkpoint(tmp_path / "a" / "step-000005.safetensors", tmp_path / "b" / "step-000005.safetensors")
     health = [json.loads(x) for x in (tmp_path / "b" / "health.jsonl").read_text().splitlines()]
-    assert [h["step"] for h in health] == [0, 1, 2, 3, 4]
+    assert [h["step"] for h in health] == [0, 1, 2, 3, 4, 5]  # every step, then the final parameters
     assert all(len(h["report"]["sites"]) == 2 * TINY["layers"] + 1 for h in health)
     assert run("train", CORPUS, "--resume", tmp_path / "a" / "step-000002.safetensors", "--out", tmp_path / "c") == 0
     assert_same_checkpoint(tmp_path / "a" / "step-000005.safetensors", tmp_path / "c" / "step-000005.safetensors")
@@ -100,6 +100,63 @@ def test_plot_shows_loss_and_site_ratios(tmp_path, config):
     assert run("train", CORPUS, "--resume", out / "step-000003.safetensors", "--steps", 4, "--out", out,
                "--plot", out / "figure") == 0
     assert (out / "figure.png").exists() and (out / "figure.svg").exists()
+
+
+def health_rows(directory):
+    return [json.loads(x) for x in (directory / "health.jsonl").read_text().splitlines()]
+
+
+def test_the_end_observation_is_what_a_longer_run_observes_at_that_step(tmp_path, config):
+    common = ["--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2]
+    assert run("train", CORPUS, "--config", config, *common, "--steps", 6, "--checkpoint-every", 4,
+               "--out", tmp_path / "long") == 0
+    # resumed at step 4 with nothing left to train: only the end observation of the parameters after 4 updates
+    assert run("train", CORPUS, "--resume", tmp_path / "long" / "step-000004.safetensors", "--steps", 4,
+               "--observe-every", 2, "--out", tmp_path / "short") == 0
+    long, short = health_rows(tmp_path / "long"), health_rows(tmp_path / "short")
+    assert [h["step"] for h in long] == [0, 2, 4, 6] and [h["step"] for h in short] == [4]
+    assert short[0] == long[2]  # same parameters, same batch (the generator was copied, not advanced)
+
+
+def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, config, monkeypatch):
+    common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2,
+              "--steps", 7]
+    assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
+    from pydepth import train as train_module
+    real_step, calls = train_module.train_step, []
+
+    def interrupting_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during step 3: stop with 3 updates
+        return real_step(*args, **kwargs)
+    monkeypatch.setattr(train_module, "train_step", interrupting_step)
+    assert run("train", CORPUS, *common, "--out", tmp_path / "part") == 130
+    monkeypatch.setattr(train_module, "train_step", real_step)
+    assert [h["step"] for h in health_rows(tmp_path / "part")] == [0, 2, 3]  # 3: the stopped run's end
+    assert run("train", CORPUS, "--resume", tmp_path / "part" / "step-000003.safetensors",
+               "--observe-every", 2, "--out", tmp_path / "part") == 0
+    assert [h["step"] for h in health_rows(tmp_path / "full")] == [0, 2, 4, 6, 7]
+    assert health_rows(tmp_path / "part") == health_rows(tmp_path / "full")
+
+
+def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp_path, config, monkeypatch):
+    pytest.importorskip("matplotlib") if not os.environ.get("CI") else None
+    from pydepth import plots_train
+    from pydepth.plot_style import texts_outside_figure
+    figures = []
+    monkeypatch.setattr(plots_train, "save_figure", lambda fig, target, formats=None: figures.append(fig) or [])
+    assert run("train", CORPUS, "--config", config, "--steps", 7, "--batch", 1, "--sequence-length", 8,
+               "--observe-every", 3, "--out", tmp_path / "o", "--plot", tmp_path / "o" / "t.png") == 0
+    (fig,) = figures
+    fig.canvas.draw()
+    assert texts_outside_figure(fig) == []
+    for ax in fig.axes:
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+        last = max(x for line in ax.get_lines() for x in line.get_xdata())
+        assert last == 7 and hi >= 7  # the final parameters (after 7 updates) are drawn on every panel
 
 
 def test_refusals_name_the_problem(tmp_path, config, capsys):

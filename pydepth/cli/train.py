@@ -26,7 +26,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p = sub.add_parser("train", help="train a configured decoder on a text file (byte-level, AdamW)",
                        description="Byte-level next-token training with AdamW and a warmup+cosine "
                        "learning rate. Writes checkpoints, train.jsonl (loss per step) and "
-                       "health.jsonl (residual health every --observe-every steps) into --out.")
+                       "health.jsonl (residual health every --observe-every steps and at the end) into --out.")
     p.add_argument("text_file", metavar="TEXT_FILE", help="training text; paragraphs (blank-line separated) are documents")
     p.add_argument("--config", metavar="CONFIG.json", help="DecoderConfig as JSON (vocabulary_size >= 256); "
                    "required unless --resume")
@@ -45,7 +45,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--checkpoint-every", type=_nonnegative_int, default=0, metavar="K",
                    help="write a checkpoint every K steps (0: only the final one)")
     p.add_argument("--observe-every", type=_nonnegative_int, default=0, metavar="K",
-                   help="observe residual health every K steps, from step 0 (0: never)")
+                   help="observe residual health every K steps from step 0, and the final parameters (0: never)")
     p.add_argument("--out", default="train-out", metavar="DIR", help="output directory (default train-out)")
     p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command")
     p.add_argument("--plot", metavar="PATH", help="at the end, plot loss and site ratios over steps: PATH ending "
@@ -131,7 +131,9 @@ def _settings(args: argparse.Namespace, saved: Optional[Dict[str, Any]], config:
 
 
 def _trim(path: pathlib.Path, last_step: int) -> None:
-    """Keeps only the log lines of steps a resumed run has already taken."""
+    """Keeps only the log lines up to last_step (train.jsonl: steps taken) or before it
+    (health.jsonl: an end observation belongs to the stopped run only; the resumed one observes
+    that step again if it is a multiple of --observe-every)."""
     if not path.exists():
         return
     kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= last_step]
@@ -145,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from ..depth_init import DepthInitializationBudget, Fresh, initialize_depth_scaled
     from ..model import DecoderModel
     from ..optim import AdamW, warmup_cosine
-    from ..train import byte_documents, check_byte_config, draw_batch, train_step
+    from ..train import byte_documents, check_byte_config, draw_batch, observe_step, train_step
     if args.plot and _args.plot_missing():
         return 2
     text = pathlib.Path(args.text_file).read_bytes()
@@ -190,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     train_log, health_log = out / "train.jsonl", out / "health.jsonl"
     if args.resume:
         _trim(train_log, step)
-        _trim(health_log, step)
+        _trim(health_log, step - 1)
     else:
         for path in (train_log, health_log):
             path.write_text("")
@@ -235,6 +237,10 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     final = save(step)
     sys.stderr.write(f"{'interrupted; ' if interrupted else ''}wrote {final}\n")
+    if args.observe_every > 0:  # the final parameters too, on the batch the next step would draw (a copy of the generator)
+        loss, report = observe_step(model, draw_batch(documents, rng.copy(), settings["batch"], settings["tokens"]))
+        with open(health_log, "a") as hl:
+            hl.write(json.dumps({"step": step, "loss": loss, "report": report.to_dict()}) + "\n")
     if args.plot:
         from ..plots_train import plot_training
         rows, observed, title = _read(train_log), _read(health_log), _title(model, settings)
