@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Unio
 
 import numpy as np
 
-from . import _core, _translate
+from . import _core, _translate, elementary
 from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
 from .model import NamedParameter
 
@@ -45,7 +45,8 @@ def _count(name: str, value: Any) -> int:
 class WarmupCosine:
     """Learning rate of the step with `step` updates already taken: linear warmup
     peak_lr*(step+1)/warmup_steps for step < warmup_steps, then a half cosine from peak_lr down to
-    min_lr at total_steps, and min_lr after that. The cosine is Python's math.cos (platform libm)."""
+    min_lr at total_steps, and min_lr after that. The cosine is pydepth.elementary.cos, so the rates
+    are the same bits on every platform (docs/numerics-optimizers.md)."""
 
     def __init__(self, peak_lr: float, *, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> None:
         self.peak_lr = _real("peak_lr", peak_lr)
@@ -68,7 +69,7 @@ class WarmupCosine:
         if s >= self.total_steps or decay == 0:
             return self.min_lr if decay else self.peak_lr
         progress = (s - self.warmup_steps) / decay
-        return self.min_lr + (self.peak_lr - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.min_lr + (self.peak_lr - self.min_lr) * 0.5 * (1.0 + float(elementary.cos(math.pi * progress)))
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable description; schedule_from_dict(to_dict()) == self."""

@@ -259,6 +259,28 @@ def test_warmup_cosine_rises_linearly_then_falls_to_min_lr():
         warmup_cosine(1e-2, 1, 5, min_lr=1.0)
 
 
+@pytest.mark.parametrize("peak, warmup, total, min_lr", [(3e-3, 2, 20, 0.0), (1e-2, 0, 7, 1e-4),
+                                                         (0.1, 5, 1000, 3e-5), (6e-4, 100, 300, 6e-5)])
+def test_warmup_cosine_is_the_formula_with_pydepths_own_cos_bit_for_bit(peak, warmup, total, min_lr, monkeypatch):
+    from pydepth import elementary
+
+    def formula(s):
+        if s < warmup:
+            return peak * (s + 1) / warmup
+        if s >= total:
+            return min_lr
+        return min_lr + (peak - min_lr) * 0.5 * (1.0 + float(elementary.cos(math.pi * ((s - warmup) / (total - warmup)))))
+
+    def platform_cos(x):
+        raise AssertionError("the schedule must not use the platform libm's math.cos")
+    monkeypatch.setattr(math, "cos", platform_cos)
+    schedule = warmup_cosine(peak, warmup, total, min_lr=min_lr)
+    steps = sorted(set(range(min(total + 2, 60))) | set(range(warmup, total + 2, max(1, total // 97))))
+    got = np.array([schedule(s) for s in steps])
+    assert all(type(schedule(s)) is float for s in steps[:3])
+    assert np.array_equal(got.view(np.uint64), np.array([formula(s) for s in steps]).view(np.uint64))
+
+
 def test_a_schedule_sets_each_steps_rate_and_a_bad_rate_refuses_the_step():
     model = DecoderModel(CFG, SplitMix64(1))
     sched = warmup_cosine(0.1, 2, 4)
