@@ -159,3 +159,25 @@ def test_ctrl_c_ends_with_a_line_and_status_130(monkeypatch, capsys):
     monkeypatch.setattr(demo_cli, "run", interrupted)
     assert cli.main(["demo"]) == 130
     assert capsys.readouterr().err == "pydepth: error: interrupted\n"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_status(fmt, tmp_path):
+    # `pydepth demo | head -3`: the reading end closes before pydepth writes
+    child = subprocess.Popen([sys.executable, "-m", "pydepth", "demo", "--format", fmt], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait(timeout=120) == 141, err
+    assert err == ""
+
+
+def test_a_broken_pipe_other_than_stdout_is_still_reported(tmp_path):
+    code = ("import sys, pydepth.cli, pydepth.cli.demo as d\n"
+            "def run(args): raise BrokenPipeError(32, 'Broken pipe (a worker connection)')\n"
+            "d.run = run\n"
+            "sys.exit(pydepth.cli.main(['demo']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "pydepth: error: [Errno 32] Broken pipe (a worker connection)" in done.stderr

@@ -1,12 +1,14 @@
 """The ``pydepth`` command line: one module per subcommand, each with ``register`` and ``run``.
 
 Exit codes: 0 success; 1 a refused input or a failed self-check (message on stderr);
-2 usage errors and a missing optional dependency (``--plot`` without matplotlib); 130 Ctrl-C.
+2 usage errors and a missing optional dependency (``--plot`` without matplotlib); 130 Ctrl-C;
+141 (128 + SIGPIPE, silently) when the reader of stdout went away (``pydepth demo | head -3``).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -51,12 +53,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a tool ended by SIGPIPE
+
+
+def _stdout_reader_gone() -> bool:
+    """True when stdout is a pipe whose reading end is closed (or that cannot be told apart)."""
+    try:
+        import select
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, ValueError, OSError):  # no poll (Windows) or no real stdout: trust the error
+        return True
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _silence_stdout() -> None:
+    """Points stdout at devnull, so the interpreter's final flush does not fail a second time."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit code."""
     from ..errors import PydepthError
     args = build_parser().parse_args(argv)
     try:
-        return int(_module(args.command).run(args) or 0)
+        code = int(_module(args.command).run(args) or 0)
+        sys.stdout.flush()  # a closed pipe surfaces here, not as a traceback at interpreter exit
+        return code
+    except BrokenPipeError as err:
+        if not _stdout_reader_gone():
+            error(str(err))  # some other pipe or socket broke: that is a real error
+            return 1
+        _silence_stdout()
+        return _EXIT_BROKEN_PIPE
     except (PydepthError, ValueError, OSError) as err:
         error(str(err))
         return 1
