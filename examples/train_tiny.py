@@ -68,11 +68,12 @@ with tempfile.TemporaryDirectory() as tmp:
 print(f"{cfg.parameter_count:,} parameters, {cfg.layers} blocks, policy {init.record.policy_id}, "
       f"{len(documents)} paragraphs, {BATCH}x{TOKENS} bytes per step")
 print(f"{'step':>4}  {'lr':>9}  {'loss (nats)':>11}  {'resumed loss':>12}")
+resumed_loss = {step: loss for step, _, loss in resumed}
 for step, lr, loss in rows:
-    again = {s: l for s, _, l in resumed}.get(step)
-    print(f"{step:>4}  {lr:>9.3g}  {loss:>11.6f}  {'' if again is None else f'{again:>12.6f}'}")
-same_losses = [np.float64(l).view(np.uint64) for *_, l in rows[HALF:]] == \
-    [np.float64(l).view(np.uint64) for *_, l in resumed]
+    again = f"{resumed_loss[step]:>12.6f}" if step in resumed_loss else ""
+    print(f"{step:>4}  {lr:>9.3g}  {loss:>11.6f}  {again}")
+same_losses = np.array_equal(np.array([r[2] for r in rows[HALF:]]).view(np.uint64),
+                             np.array([r[2] for r in resumed]).view(np.uint64))
 same_params = all(np.array_equal(a, b) for a, b in zip(bits(init.model), bits(ck.model)))
 print(f"checkpoint at step {HALF}{'' if not args.checkpoint else f' ({path})'}; resumed run equals the "
       f"uninterrupted one bit for bit: losses {same_losses}, parameters {same_params}")
