@@ -34,7 +34,7 @@ def _ratios(ax: Any, observations: Sequence[Dict[str, Any]], key: str, ylabel: s
 def _step_axis(ax: Any, steps: Sequence[int]) -> None:
     """Integer step ticks (steps are counts of updates), the last observed step always shown."""
     from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))  # round counts: 0, 5, 10, ...
     if steps:  # a little room at both ends, so the first and last markers are drawn whole
         pad = max(0.3, 0.02 * (max(steps) - min(steps)))
         ax.set_xlim(min(steps) - pad, max(steps) + pad)
