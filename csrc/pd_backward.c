@@ -218,9 +218,10 @@ typedef struct {
 
 static void grad_check_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
-    int ok = 1;
-    for (size_t x = begin; x < end; x++) ok &= isfinite(c->adj[x]) && isfinite(c->grad[x] + c->adj[x]);
-    if (!ok) c->bad = 1;
+    uint64_t any = 0;
+    for (size_t x = begin; x < end; x++)
+        any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
+    if (any >> 63) c->bad = 1;
 }
 
 static void grad_commit_task(void *vctx, size_t begin, size_t end) {

@@ -31,9 +31,9 @@ typedef struct {
 
 static void finite_task(void *vctx, size_t begin, size_t end) {
     finite_ctx *c = vctx;
-    int ok = 1;
-    for (size_t i = begin; i < end; i++) ok &= isfinite(c->x[i]) != 0;
-    if (!ok) c->bad = 1;
+    uint64_t any = 0;
+    for (size_t i = begin; i < end; i++) any |= pd_nonfinite_bit(c->x[i]);
+    if (any >> 63) c->bad = 1;
 }
 
 pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_error *e) {
