@@ -51,16 +51,9 @@ NODE_KINDS = _node_kind_table()
 
 
 def _u64_state(name, value):
+    from ._checks import as_u64
     from .errors import GeneratorStateError
-    if isinstance(value, bool):
-        raise GeneratorStateError(f"{name} must be an integer, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise GeneratorStateError(f"{name} must be an integer, got {value!r}") from None
-    if not 0 <= value < 2 ** 64:
-        raise GeneratorStateError(f"{name} must be in [0, 2**64), got {value}")
-    return value
+    return as_u64(name, value, GeneratorStateError)
 
 
 cdef class SplitMix64:
