@@ -1,24 +1,58 @@
-"""Checks shared by every public entry point: exact ints in a range, plain (unmasked) arrays."""
+"""Checks shared by every public entry point: exact ints in a range, real and positive finite
+numbers, plain (unmasked) arrays. Each refusal raises the caller's error type naming the value."""
 from __future__ import annotations
 
+import math
+import numbers
 import operator
-from typing import Any, Type
+from typing import TYPE_CHECKING, Any, Optional, Type
+
+if TYPE_CHECKING:
+    import numpy as np
 
 U64_MAX = 2**64 - 1
 
 
-def as_u64(name: str, value: Any, error: Type[Exception], *, minimum: int = 0,
-           maximum: int = U64_MAX) -> int:
-    """value as an int in [minimum, maximum]; bools, floats and strings raise error(name...)."""
+def as_int(name: str, value: Any, error: Type[Exception], *, minimum: int = 0,
+           maximum: Optional[int] = None) -> int:
+    """value as an exact int >= minimum (and <= maximum when given); bools, floats and strings
+    raise error(name...)."""
     if isinstance(value, bool):
         raise error(f"{name} must be an integer, got {value!r}")
     try:
         v = operator.index(value)
     except TypeError:
         raise error(f"{name} must be an integer, got {value!r}") from None
-    if v < minimum or v > maximum:
+    if maximum is None and v < minimum:
+        raise error(f"{name} must be non-negative, got {v}" if minimum == 0 else
+                    f"{name} must be at least {minimum}, got {v}")
+    if maximum is not None and (v < minimum or v > maximum):
         upper = "2**64)" if maximum == U64_MAX else f"{maximum}]"
         raise error(f"{name} must be in [{minimum}, {upper}, got {v}")
+    return v
+
+
+def as_u64(name: str, value: Any, error: Type[Exception], *, minimum: int = 0,
+           maximum: int = U64_MAX) -> int:
+    """value as an int in [minimum, maximum]; bools, floats and strings raise error(name...)."""
+    return as_int(name, value, error, minimum=minimum, maximum=maximum)
+
+
+def as_real(name: str, value: Any, error: Type[Exception], *, what: str = "a real number") -> float:
+    """value (a real number, not a bool) as a float; anything else raises error(name...)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise error(f"{name} must be {what}, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise error(f"{name} must be {what}, got {value!r}") from None
+
+
+def as_positive_finite(name: str, value: Any, error: Type[Exception]) -> float:
+    """value as a float that is finite and > 0; anything else raises error(name...)."""
+    v = as_real(name, value, error, what="a positive finite number")
+    if not (math.isfinite(v) and v > 0.0):
+        raise error(f"{name} must be a positive finite number, got {value!r}")
     return v
 
 

@@ -51,16 +51,9 @@ NODE_KINDS = _node_kind_table()
 
 
 def _u64_state(name, value):
+    from ._checks import as_u64
     from .errors import GeneratorStateError
-    if isinstance(value, bool):
-        raise GeneratorStateError(f"{name} must be an integer, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise GeneratorStateError(f"{name} must be an integer, got {value!r}") from None
-    if not 0 <= value < 2 ** 64:
-        raise GeneratorStateError(f"{name} must be in [0, 2**64), got {value}")
-    return value
+    return as_u64(name, value, GeneratorStateError)
 
 
 cdef class SplitMix64:
@@ -255,10 +248,59 @@ cdef _BufferView _view(object owner, double *ptr, tuple shape, bint readonly=Tru
     return v
 
 
+cdef class _Lock:
+    """One model's lock: reverse passes and every change of its parameters' values or gradients
+    hold it, so an update never runs while a backward reads the values it would change."""
+    cdef PyThread_type_lock lock
+
+    def __cinit__(self):
+        self.lock = PyThread_allocate_lock()
+        if self.lock == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self.lock != NULL:
+            PyThread_free_lock(self.lock)
+
+
+cdef class _LockSet:
+    """Several _Lock taken in one global order (by address), so holders of overlapping sets never deadlock."""
+    cdef PyThread_type_lock *locks
+    cdef Py_ssize_t n
+    cdef tuple held  # keeps every _Lock alive while the set exists
+
+    def __cinit__(self, locks not None):
+        self.held = tuple(sorted({id(l): l for l in locks if l is not None}.values(), key=id))
+        self.n = len(self.held)
+        self.locks = <PyThread_type_lock *>malloc((self.n + 1) * sizeof(PyThread_type_lock))
+        if self.locks == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            self.locks[i] = (<_Lock?>self.held[i]).lock
+
+    def __dealloc__(self):
+        free(self.locks)
+
+    cdef void acquire(self) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            PyThread_acquire_lock(self.locks[i], WAIT_LOCK)
+
+    cdef void release(self) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(self.n - 1, -1, -1):
+            PyThread_release_lock(self.locks[i])
+
+
 cdef class _Param:
-    """Owns one parameter's value and gradient buffers and its value revision."""
+    """Owns one parameter's value and gradient buffers and its value revision; changes hold the
+    lock of the model(s) built over it (none before a model exists)."""
     cdef pd_param p
     cdef readonly tuple shape
+    cdef _Lock lock
+
+    cdef _LockSet _locks(self):
+        return _LockSet((self.lock,))
 
     def __cinit__(self, tuple shape not None):
         cdef size_t n = 1
@@ -299,19 +341,31 @@ cdef class _Param:
         """Replaces every value and advances the revision."""
         if <size_t>values.shape[0] != self.p.size:
             raise ValueError("size mismatch")
-        if self.p.size:
-            memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
-        self.p.revision += 1
+        cdef _LockSet held = self._locks()
+        with nogil:
+            held.acquire()
+            if self.p.size:
+                memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
+            self.p.revision += 1
+            held.release()
 
     def scale_values(self, double factor):
         """Multiplies every stored value once by factor (one rounded multiply each)."""
         cdef size_t i
-        for i in range(self.p.size):
-            self.p.value[i] = self.p.value[i] * factor
-        self.p.revision += 1
+        cdef _LockSet held = self._locks()
+        with nogil:
+            held.acquire()
+            for i in range(self.p.size):
+                self.p.value[i] = self.p.value[i] * factor
+            self.p.revision += 1
+            held.release()
 
     def zero_grad(self):
-        memset(self.p.grad, 0, self.p.size * sizeof(double))
+        cdef _LockSet held = self._locks()
+        with nogil:
+            held.acquire()
+            memset(self.p.grad, 0, self.p.size * sizeof(double))
+            held.release()
 
     def restore(self, const double[::1] values not None, const double[::1] grads not None,
                 uint64_t revision):
@@ -319,10 +373,14 @@ cdef class _Param:
         if <size_t>values.shape[0] != self.p.size or <size_t>grads.shape[0] != self.p.size:
             raise ValueError(f"restore needs {self.p.size} values and gradients, got "
                              f"{values.shape[0]} and {grads.shape[0]}")
-        if self.p.size:
-            memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
-            memcpy(self.p.grad, &grads[0], self.p.size * sizeof(double))
-        self.p.revision = revision
+        cdef _LockSet held = self._locks()
+        with nogil:
+            held.acquire()
+            if self.p.size:
+                memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
+                memcpy(self.p.grad, &grads[0], self.p.size * sizeof(double))
+            self.p.revision = revision
+            held.release()
 
     def grad_is_zero(self):
         cdef size_t i
@@ -389,32 +447,34 @@ def draw_parameters(tuple c not None, list params not None, SplitMix64 rng not N
 
 cdef class _Model:
     """A C decoder over borrowed parameter buffers (kept alive here) and its RoPE tables.
-    Reverse passes and gradient resets of one model hold its lock, so gradient sums never race."""
+    Reverse passes, gradient resets and parameter changes hold its lock (a _Lock its parameters
+    share; parameters already owned by another model keep that model's lock and this one takes
+    both), so gradient sums never race and no update runs under a reverse pass."""
     cdef pd_model m
     cdef pd_param **ptrs
     cdef readonly list params
     cdef bint ready
-    cdef PyThread_type_lock grad_lock
+    cdef _LockSet grad_lock
 
     def __cinit__(self, tuple c not None, list params not None):
         cdef pd_config cfg
         cdef pd_error e
-        self.grad_lock = PyThread_allocate_lock()
-        if self.grad_lock == NULL:
-            raise MemoryError()
         self.params = list(params)
         self.ptrs = _param_table(c, self.params, &cfg)
         cdef pd_status st = pd_model_init(&self.m, &cfg, self.ptrs, &e)
         if st != PD_OK:
             raise_status(st, &e)
         self.ready = True
+        own = _Lock()
+        for p in self.params:
+            if (<_Param>p).lock is None:
+                (<_Param>p).lock = own
+        self.grad_lock = _LockSet([(<_Param>p).lock for p in self.params])
 
     def __dealloc__(self):
         if self.ready:
             pd_model_free(&self.m)
         free(self.ptrs)
-        if self.grad_lock != NULL:
-            PyThread_free_lock(self.grad_lock)
 
     def checksum_all(self):
         """The value checksums a recorded forward takes (for benchmarks/bench_alias_checksum.py)."""
@@ -429,10 +489,10 @@ cdef class _Model:
         """Every parameter gradient to +0.0, in one C loop."""
         cdef size_t i, n = len(self.params)
         with nogil:
-            PyThread_acquire_lock(self.grad_lock, WAIT_LOCK)
+            self.grad_lock.acquire()
             for i in range(n):
                 memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
-            PyThread_release_lock(self.grad_lock)
+            self.grad_lock.release()
 
 
 cdef int _raise_pending() except -1:
@@ -599,9 +659,9 @@ cdef class _Graph:
                 held.append(buf)
                 outs[i] = &buf[0]
             with nogil:
-                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                self.model.grad_lock.acquire()
                 st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, commit, &e)
-                PyThread_release_lock(self.model.grad_lock)
+                self.model.grad_lock.release()
             _check_status(st, &e)
             return [bool(found[i]) for i in range(n)]
         finally:
@@ -615,9 +675,9 @@ cdef class _Graph:
         self._enter()
         try:
             with nogil:
-                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                self.model.grad_lock.acquire()
                 pd_graph_discard(&self.g)
-                PyThread_release_lock(self.model.grad_lock)
+                self.model.grad_lock.release()
         finally:
             self._leave()
 
@@ -628,9 +688,9 @@ cdef class _Graph:
         self._enter()
         try:
             with nogil:
-                PyThread_acquire_lock(self.model.grad_lock, WAIT_LOCK)
+                self.model.grad_lock.acquire()
                 st = pd_graph_commit(&self.g, &e)
-                PyThread_release_lock(self.model.grad_lock)
+                self.model.grad_lock.release()
             _check_status(st, &e)
         finally:
             self._leave()
@@ -741,7 +801,9 @@ def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
     if t == NULL:
         raise MemoryError()
     views = []  # keeps every exported buffer alive across the nogil call
+    cdef _LockSet held
     try:
+        held = _LockSet([(<_Param?>p).lock for p in params])
         for i in range(n):
             t[i].param = &(<_Param?>params[i]).p
             for k, obj in enumerate(slots[i]):
@@ -756,10 +818,12 @@ def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
                 else:
                     t[i].slot[k] = t[i].param.value
         with nogil:
+            held.acquire()  # no reverse pass of a model over these parameters runs meanwhile
             if is_sgd:
                 st = pd_sgd_step(t, n, &s, step, &e)
             else:
                 st = pd_adamw_step(t, n, &a, step, &e)
+            held.release()
         if st != PD_OK:
             raise_status(st, &e)
     finally:

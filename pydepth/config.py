@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
 from . import _core
-from ._checks import as_u64
+from ._checks import as_real, as_u64
 from .errors import ConfigError
 
 
@@ -19,12 +18,7 @@ def _count(name: str, value: Any, *, allow_zero: bool = False) -> int:
 
 
 def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ConfigError(f"{name} must be a real number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a real number, got {value!r}") from None
+    return as_real(name, value, ConfigError)
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _core, _translate, elementary
+from ._checks import as_int, as_real
 from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
 from .model import NamedParameter
 
@@ -25,21 +25,11 @@ def _status(ident: str) -> int:
 
 
 def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidHyperparameterError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+    return as_real(name, value, InvalidHyperparameterError)
 
 
 def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidHyperparameterError(f"{name} must be an integer, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise InvalidHyperparameterError(f"{name} must be an integer, got {value!r}") from None
-    if v < 0:
-        raise InvalidHyperparameterError(f"{name} must be non-negative, got {v}")
-    return v
+    return as_int(name, value, InvalidHyperparameterError)
 
 
 class WarmupCosine:
@@ -310,6 +300,7 @@ class SGD(Optimizer):
 
     @property
     def slot_names(self) -> Tuple[str, ...]:
+        """``("momentum_buffer",)`` with momentum, else none."""
         return ("momentum_buffer",) if self._hyper["momentum"] != 0.0 else ()
 
     def hyperparameters(self) -> Dict[str, Any]:
@@ -336,6 +327,7 @@ class AdamW(Optimizer):
 
     @property
     def slot_names(self) -> Tuple[str, ...]:
+        """The first and second moment estimates, ``("exp_avg", "exp_avg_sq")``."""
         return ("exp_avg", "exp_avg_sq")
 
     def hyperparameters(self) -> Dict[str, Any]:

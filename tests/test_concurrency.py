@@ -168,3 +168,59 @@ def test_interpreter_exit_while_a_daemon_thread_computes(tmp_path):
     """
     out = _run(code, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "exiting", out.stderr
+
+
+
+def _update_during_backward(update):
+    """Starts update(model) in a second thread ~5 ms into this thread's reverse pass (~30 ms);
+    returns the model, what finished and whether the backward was refused as stale."""
+    m = DecoderModel(CFG, SplitMix64(11))
+    loss = m.loss(X, Y)
+    order = []
+    started = threading.Event()
+
+    def other():
+        started.wait()
+        time.sleep(0.005)
+        update(m)
+        order.append("update")
+
+    t = threading.Thread(target=other)
+    t.start()
+    old = pydepth.get_num_threads()
+    pydepth.set_num_threads(1)
+    try:
+        started.set()
+        try:
+            loss.backward()
+        except pydepth.StaleOperandError:
+            return m, order, True  # the update won the race to the lock: a typed refusal
+        order.append("backward")
+    finally:
+        pydepth.set_num_threads(old)
+        t.join()
+    return m, order, False
+
+
+@pytest.mark.parametrize("update", [
+    pytest.param(lambda m: pydepth.optim.SGD(m.parameters, lr=0.5, weight_decay=0.5).step(), id="optimizer_step"),
+    pytest.param(lambda m: m.load_state_dict({p.name: p.value + 1.0 for p in m.parameters}),
+                 id="load_state_dict"),
+    pytest.param(lambda m: m.parameters[1].assign(m.parameters[1].value + 1.0), id="assign"),
+])
+def test_parameter_updates_wait_for_a_running_backward_on_the_same_model(update):
+    """An update started while a reverse pass of the same model runs waits for it: the gradients
+    are those of the values the forward saw, bit for bit (an update in the middle changes the
+    values later steps of the pass read), and the update still lands."""
+    ref = DecoderModel(CFG, SplitMix64(11))
+    ref.loss(X, Y).backward()
+    want = grads(ref)
+    finished = 0
+    for _ in range(3):
+        m, order, stale = _update_during_backward(update)
+        if stale:
+            continue
+        finished += 1
+        assert "update" in order  # it landed
+        assert all(np.array_equal(a, b) for a, b in zip(grads(m), want))
+    assert finished >= 1

@@ -8,7 +8,6 @@ import math
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pydepth

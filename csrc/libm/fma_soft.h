@@ -8,26 +8,14 @@
 #define PD_LIBM_FMA_SOFT_H
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
-
-static inline uint64_t pd_soft_bits(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline double pd_soft_from_bits(uint64_t u) {
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+#include "pd_float_bits.h"
 
 static inline double pd_sum_error(double a, double b, double s) { /* a + b - s exactly, s = a + b rounded */
     const double bb = s - a;
     return (a - (s - bb)) + (b - bb);
 }
 
-static inline int pd_exponent_of(double x) { return (int)((pd_soft_bits(x) >> 52) & 0x7ff) - 1023; }
+static inline int pd_exponent_of(double x) { return (int)((pd_bits(x) >> 52) & 0x7ff) - 1023; }
 
 /* The emulation is exact when no split or partial product overflows or leaves the normal range:
  * a and b normal, below 2^995 (the split multiplies by 2^27 + 1), 2^-960 <= |a*b| < 2^961 (the
@@ -55,10 +43,10 @@ static inline double pd_fma_soft(double a, double b, double c) {
     const double e = pd_sum_error(tl, ul, v);
     /* round to odd: if inexact and even, the odd neighbour toward e (branch-free: half the
      * results are even, so a branch would be mispredicted half the time) */
-    const uint64_t bits = pd_soft_bits(v);
+    const uint64_t bits = pd_bits(v);
     const uint64_t adjust = (uint64_t)((e != 0.0) & ((bits & 1) == 0));
     const uint64_t away = (uint64_t)((e > 0.0) == (v > 0.0)); /* 1: away from zero, 0: toward */
-    return th + pd_soft_from_bits(bits + adjust * (2 * away - 1));
+    return th + pd_from_bits(bits + adjust * (2 * away - 1));
 }
 
 #endif

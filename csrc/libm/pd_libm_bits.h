@@ -3,22 +3,10 @@
 #define PD_LIBM_BITS_H
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 #include "../platform/pd_platform.h"
 #include "fma_dispatch.h"
 #include "fma_soft.h"
-
-static inline uint64_t pd_bits(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline double pd_from_bits(uint64_t u) {
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+#include "pd_float_bits.h"
 
 /* a*b + c rounded once, written out wherever the reference build fuses. hw is a constant of each
  * build: 1 where fma() is an instruction (or the platform's exact fma), 0 in the x86-64 build for

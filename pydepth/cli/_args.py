@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -37,14 +38,34 @@ def seed(text: str) -> int:
     return v
 
 
-def positive(text: str) -> int:
-    """A positive integer."""
+def _integer(text: str, low: int, what: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {v}")
+    return v
+
+
+def positive(text: str) -> int:
+    """A positive integer."""
+    return _integer(text, 1, "a positive integer")
+
+
+def nonnegative(text: str) -> int:
+    """A non-negative integer."""
+    return _integer(text, 0, "a non-negative integer")
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite non-negative number."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 0.0:
+        raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
     return v
 
 

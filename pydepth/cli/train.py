@@ -36,15 +36,15 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--sequence-length", type=_args.positive, dest="tokens", metavar="N",
                    help="positions per row (default: the config's max_positions)")
     p.add_argument("--lr", type=float, help="AdamW peak learning rate (default 3e-3)")
-    p.add_argument("--min-lr", type=_nonnegative_float, help="final learning rate of the cosine (default lr/10)")
-    p.add_argument("--warmup", type=_nonnegative_int, help="linear warmup steps (default steps/10)")
+    p.add_argument("--min-lr", type=_args.nonnegative_float, help="final learning rate of the cosine (default lr/10)")
+    p.add_argument("--warmup", type=_args.nonnegative, help="linear warmup steps (default steps/10)")
     p.add_argument("--weight-decay", type=float, help="AdamW decoupled weight decay (default 0.01)")
     p.add_argument("--seed", type=_args.seed, help="SplitMix64 seed of the initialization and the batches (default 0)")
     p.add_argument("--policy", choices=("scaled", "unscaled"), help="depth-scaled initialization (default) or "
                    "the same base draw unscaled")
-    p.add_argument("--checkpoint-every", type=_nonnegative_int, default=0, metavar="K",
+    p.add_argument("--checkpoint-every", type=_args.nonnegative, default=0, metavar="K",
                    help="write a checkpoint every K steps (0: only the final one)")
-    p.add_argument("--observe-every", type=_nonnegative_int, default=0, metavar="K",
+    p.add_argument("--observe-every", type=_args.nonnegative, default=0, metavar="K",
                    help="observe residual health every K steps from step 0, and the final parameters (0: never)")
     p.add_argument("--out", default="train-out", metavar="DIR", help="output directory (default train-out)")
     p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command")
@@ -63,26 +63,6 @@ def _total_steps(text: Optional[str]) -> Optional[int]:
         raise ValueError(f"--steps must be one positive integer for train, got {text!r}") from None
     if v <= 0:
         raise ValueError(f"--steps must be positive, got {v}")
-    return v
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v < 0.0:
-        raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
-    return v
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
     return v
 
 

@@ -74,6 +74,29 @@ def _empty() -> Dict[str, List[Any]]:
     return {name: [] for name, _ in COLUMNS}
 
 
+def health_rows(t: int, report: Any, loss: float) -> List[Tuple[Any, ...]]:
+    """One step's rows (one per residual site) of a health report, either backend's."""
+    return [(t, r.site, r.label, r.activation_ratio, r.adjoint_ratio, r.activation_rms, r.adjoint_rms,
+             r.activation_status.value, r.adjoint_status.value, loss, report.within_band, "")
+            for r in report.sites]
+
+
+def error_row(t: int, err: BaseException) -> Tuple[Any, ...]:
+    """The one row (site -1, NaN ratios) that ends a cell refused at step t."""
+    nan = float("nan")
+    return (t, -1, "", nan, nan, nan, nan, "", "", nan, False, f"{type(err).__name__}: {err}")
+
+
+def append_rows(out: Dict[str, List[Any]], cell: Cell, rows: Sequence[Tuple[Any, ...]], factor: float,
+                params: int, wall: float) -> None:
+    """Appends a cell's step rows to the column lists ``out`` in COLUMNS order."""
+    for (t, site, label, ar, gr, arms, grms, ast, gst, lv, within, error) in rows:
+        values = (row_id(cell, t, site), cell.cell_id, cell.depth, cell.width, cell.seed, cell.policy,
+                  t, site, label, ar, gr, arms, grms, ast, gst, lv, within, factor, params, error, wall)
+        for (name, _), v in zip(COLUMNS, values):
+            out[name].append(v)
+
+
 def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
              batch: Tuple[np.ndarray, np.ndarray]) -> None:
     """Runs one cell and appends its rows (step x site) to the column lists ``out``.
@@ -105,11 +128,7 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
             loss = fwd.loss(targets)
             if t in listed:
                 report = observe_residual_health(model, fwd, loss, band=spec.band)
-                within = report.within_band
-                for r in report.sites:
-                    rows.append((t, r.site, r.label, r.activation_ratio, r.adjoint_ratio, r.activation_rms,
-                                 r.adjoint_rms, r.activation_status.value, r.adjoint_status.value,
-                                 loss.item(), within, ""))
+                rows.extend(health_rows(t, report, loss.item()))
             else:
                 loss.backward()
             fwd.release()
@@ -117,17 +136,9 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
                 reached = t + 1
                 opt.step()
         except PydepthError as err:
-            nan = float("nan")
-            rows.append((reached, -1, "", nan, nan, nan, nan, "", "", nan, False,
-                         f"{type(err).__name__}: {err}"))
+            rows.append(error_row(reached, err))
             break
-    wall = time.perf_counter() - t0
-    params = model.parameter_count
-    for (t, site, label, ar, gr, arms, grms, ast, gst, lv, within, error) in rows:
-        values = (row_id(cell, t, site), cell.cell_id, cell.depth, cell.width, cell.seed, cell.policy,
-                  t, site, label, ar, gr, arms, grms, ast, gst, lv, within, factor, params, error, wall)
-        for (name, _), v in zip(COLUMNS, values):
-            out[name].append(v)
+    append_rows(out, cell, rows, factor, model.parameter_count, time.perf_counter() - t0)
 
 
 def run_cells(spec_dict: Dict[str, Any], cells: Sequence[Tuple[int, int, int, str]]) -> Dict[str, List[Any]]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import PydepthError
 from .errors import SweepDependencyError
-from .spec import Cell, SweepSpec, row_id
+from .spec import Cell, SweepSpec
 
 __all__ = ["torch_bridge", "run_torch_cell"]
 
@@ -48,7 +48,7 @@ def run_torch_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
 
 
 def _run(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], batch: Tuple[np.ndarray, np.ndarray]) -> None:
-    from .cell import COLUMNS, build_model
+    from .cell import append_rows, build_model, error_row, health_rows
     torch, to_torch, observe = torch_bridge()
     t0 = time.perf_counter()
     model, factor = build_model(spec, cell)
@@ -66,22 +66,12 @@ def _run(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], batch: Tuple[np
                     loss = float(twin(ids, targets).loss.item())
                 if not np.isfinite(loss):
                     raise FloatingPointError(f"loss is {loss!r}")
-                for r in report.sites:
-                    rows.append((t, r.site, r.label, r.activation_ratio, r.adjoint_ratio, r.activation_rms,
-                                 r.adjoint_rms, r.activation_status.value, r.adjoint_status.value, loss,
-                                 report.within_band, ""))
+                rows.extend(health_rows(t, report, loss))
             if opt is not None and t < spec.max_step:
                 opt.zero_grad(set_to_none=False)
                 twin(ids, targets).loss.backward()
                 opt.step()
         except (PydepthError, FloatingPointError) as err:
-            nan = float("nan")
-            rows.append((t, -1, "", nan, nan, nan, nan, "", "", nan, False, f"{type(err).__name__}: {err}"))
+            rows.append(error_row(t, err))
             break
-    wall = time.perf_counter() - t0
-    params = model.parameter_count
-    for (t, site, label, ar, gr, arms, grms, ast, gst, lv, within, error) in rows:
-        values = (row_id(cell, t, site), cell.cell_id, cell.depth, cell.width, cell.seed, cell.policy,
-                  t, site, label, ar, gr, arms, grms, ast, gst, lv, within, factor, params, error, wall)
-        for (name, _), v in zip(COLUMNS, values):
-            out[name].append(v)
+    append_rows(out, cell, rows, factor, model.parameter_count, time.perf_counter() - t0)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
+from .._checks import as_positive_finite
 from ..errors import ScalingSchemeError
 from .architectures import ArchitectureSpec
 from .scaling import Scheme, resolve_layout, scheme_factors, scheme_name, tensor_std
@@ -41,9 +42,7 @@ class AuditRow:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
-        return {"name": self.name, "role": self.role, "layer": self.layer,
-                "measured_std": self.measured_std, "expected_std": self.expected_std,
-                "ratio": self.ratio, "verdict": self.verdict}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -103,15 +102,7 @@ def _verdict(ratio: float, factor: Optional[float], tolerance: float) -> str:
 
 
 def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise ScalingSchemeError(f"{name} must be a positive finite number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ScalingSchemeError(f"{name} must be a positive finite number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0.0):
-        raise ScalingSchemeError(f"{name} must be a positive finite number, got {value!r}")
-    return v
+    return as_positive_finite(name, value, ScalingSchemeError)
 
 
 def audit_initialization(module: nn.Module, scheme: Scheme = "1/sqrt(L)",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -91,8 +91,7 @@ class ScaledTensor:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
-        return {"name": self.name, "layer": self.layer, "role": self.role, "factor": self.factor,
-                "std_before": self.std_before, "std_after": self.std_after}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
