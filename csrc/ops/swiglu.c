@@ -13,28 +13,22 @@ typedef struct {
     double *sg, *out;
 } silu_ctx;
 
-/* The sigmoid of both branches divides by 1 + exp(-|v|): the exponentials run as one array
- * call (the vectorized exp where the CPU has it; the same bits as pd_exp) into sg, then each
- * element finishes as before. x and sg never alias (separate recorded values). */
+/* Both branches divide by 1 + exp(-|v|): the exponentials run as one array call (the
+ * vectorized exp where the CPU has it; the bits of pd_exp) into sg, then a branch-free loop
+ * picks the numerator (1 for v >= 0, including -0.0; exp(v) for v < 0). A NaN keeps itself as
+ * the exponent's argument, so it propagates exactly as the scalar branch did. x and sg never
+ * alias (separate recorded values). */
 static void silu_task(void *vctx, size_t begin, size_t end) {
     const silu_ctx *c = vctx;
-    double *t = c->sg + begin;
-    for (size_t i = begin; i < end; i++) t[i - begin] = -fabs(c->x[i]);
-    pd_exp_array(end - begin, t, t);
+    const double *x = c->x;
+    double *sg = c->sg, *out = c->out;
+    for (size_t i = begin; i < end; i++) sg[i] = x[i] != x[i] ? x[i] : -fabs(x[i]);
+    pd_exp_array(end - begin, sg + begin, sg + begin);
     for (size_t i = begin; i < end; i++) {
-        const double v = c->x[i];
-        double s;
-        if (v >= 0.0) { /* -0.0 takes this branch too; exp(-|v|) == exp(-v) here */
-            s = 1.0 / (1.0 + c->sg[i]);
-        } else if (v < 0.0) { /* exp(-|v|) == exp(v) */
-            const double ev = c->sg[i];
-            s = ev / (1.0 + ev);
-        } else { /* NaN: the scalar branch, so its sign and payload propagate as they did */
-            const double ev = pd_exp(v);
-            s = ev / (1.0 + ev);
-        }
-        c->sg[i] = s;
-        c->out[i] = v * s;
+        const double v = x[i], t = sg[i];
+        const double s = (v >= 0.0 ? 1.0 : t) / (1.0 + t);
+        sg[i] = s;
+        out[i] = v * s;
     }
 }
 
