@@ -210,6 +210,8 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
+#define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
+
 typedef struct {
     double *grad;
     const double *adj;
@@ -229,23 +231,54 @@ static void grad_commit_task(void *vctx, size_t begin, size_t end) {
     for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
 }
 
-/* Adds every contribution to its stored gradient, only when every result is finite (§6.5). */
+typedef struct {
+    const pd_model *m;
+    double *const *contribution;
+    uint8_t *bad; /* per parameter */
+} commit_ctx;
+
+/* Parameters [begin, end): each one's elements, split further only when it is large alone. */
+static void check_params_task(void *vctx, size_t begin, size_t end) {
+    commit_ctx *c = vctx;
+    for (size_t i = begin; i < end; i++) {
+        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_check_task, &gc);
+        c->bad[i] = (uint8_t)gc.bad;
+    }
+}
+
+static void commit_params_task(void *vctx, size_t begin, size_t end) {
+    commit_ctx *c = vctx;
+    for (size_t i = begin; i < end; i++) {
+        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_commit_task, &gc);
+    }
+}
+
+/* Adds every contribution to its stored gradient, only when every result is finite (§6.5).
+ * The parameters go to the pool as one job: most are too small to split on their own. */
 static pd_status commit_gradients(const pd_model *m, double *const *contribution, pd_error *e) {
-    for (size_t i = 0; i < m->n_params; i++) {
+    const size_t np = m->n_params;
+    size_t total = 0;
+    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
+    const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
+    uint8_t *bad = calloc(np ? np : 1, 1);
+    if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
+    commit_ctx cc = {m, contribution, bad};
+    pd_parallel_for(np, grain, check_params_task, &cc);
+    for (size_t i = 0; i < np; i++) {
+        if (!bad[i]) continue;
         const pd_param *q = m->params[i];
-        grad_ctx gc = {q->grad, contribution[i], 0};
-        pd_parallel_for(q->size, 32768, grad_check_task, &gc);
-        if (!gc.bad) continue;
         for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
             const double nv = q->grad[x] + contribution[i][x];
-            if (!isfinite(contribution[i][x]) || !isfinite(nv))
+            if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
+                free(bad);
                 return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
+            }
         }
     }
-    for (size_t i = 0; i < m->n_params; i++) {
-        grad_ctx gc = {m->params[i]->grad, contribution[i], 0};
-        pd_parallel_for(m->params[i]->size, 32768, grad_commit_task, &gc);
-    }
+    free(bad);
+    pd_parallel_for(np, grain, commit_params_task, &cc);
     return PD_OK;
 }
 
@@ -310,9 +343,15 @@ static pd_status backward_ready(const pd_graph *g, pd_error *e) {
     if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
     for (size_t i = 0; i < m->n_params; i++)
         if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
+    size_t *now = malloc((m->n_params ? m->n_params : 1) * sizeof(size_t));
+    if (!now) return pd_fail(e, PD_ERR_ALLOC, m->n_params, 0.0, -1, -1);
+    pd_params_checksums(m->params, m->n_params, now);
     for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
-        if (pd_values_checksum(m->params[i]->value, m->params[i]->size) != g->checksums[i])
+        if (now[i] != g->checksums[i]) {
+            free(now);
             return pd_fail(e, PD_ERR_STALE, i, 1.0, -1, -1);
+        }
+    free(now);
     return PD_OK;
 }
 

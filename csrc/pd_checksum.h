@@ -6,4 +6,9 @@
 
 size_t pd_values_checksum(const double *x, size_t n);
 
+/* out[i] = pd_values_checksum of params[i]'s values, the parameters spread over the pool as
+ * one job (most are too small to split on their own, and the sums are equal either way). */
+struct pd_param_s;
+void pd_params_checksums(struct pd_param_s *const *params, size_t n, size_t *out);
+
 #endif

@@ -417,9 +417,10 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     if (st == PD_OK) {
         for (size_t i = 0; i < m->n_params; i++) {
             g->revisions[i] = m->params[i]->revision;
-            /* only a recorded graph can run backward: inference pays nothing */
-            g->checksums[i] = record ? pd_values_checksum(m->params[i]->value, m->params[i]->size) : 0;
+            g->checksums[i] = 0;
         }
+        /* only a recorded graph can run backward: inference pays nothing */
+        if (record) pd_params_checksums(m->params, m->n_params, g->checksums);
         st = graph_run(g, e);
     }
     if (st != PD_OK) pd_graph_free(g);

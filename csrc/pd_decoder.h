@@ -13,7 +13,7 @@ typedef struct {
 } pd_config;
 
 /* One parameter tensor: values, accumulated gradient, value revision. */
-typedef struct {
+typedef struct pd_param_s {
     double *value;
     double *grad;
     size_t size;
