@@ -21,7 +21,8 @@ Timed operations (one "step"; the median over repetitions is reported):
 Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
 50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
-second also serves as its own warm-up; shorter ones get an untimed warm-up run.
+second also serves as its own warm-up; shorter ones get about WARMUP_SECONDS of untimed
+warm-up runs.
 
 Before timing, torch and pydepth loss and gradients are compared on the tiny and small
 shapes (relative agreement must be below 1e-10). The scaling series (fwd_bwd only, at the
@@ -70,6 +71,10 @@ LAPTOP_MAX_REPEAT = 3
 DEPTHS = [1, 2, 4, 8, 16, 32, 64]
 LENGTHS = [16, 32, 64, 128, 256, 512, 1024]
 LOOP_TARGET_SECONDS = 0.02
+# Steps shorter than this get an untimed warm-up loop of about this long per cell, and the loop
+# length of the samples is planned from it: planned from the slow first call alone, the first
+# cell of a fresh worker looped too few steps per sample and came out up to 2x slow.
+WARMUP_SECONDS = 0.3
 SERIES_LOOP_TARGET = 0.05  # longer loops: the depth series resolves ~10 µs per block
 LAPTOP_OPS = ["construct", "fwd_nograd", "fwd_bwd"]
 GC_NOTE = ("Both workers run gc.collect() (untimed) before every sample, as timeit does between "
@@ -292,12 +297,17 @@ def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget:
     capped so that one framework spends about `budget` seconds on the cell (but at least
     min(min_repeat, repeat) samples)."""
     first: Dict[str, Dict[str, Any]] = {}
+    planning: Dict[str, float] = {}
     for w in workers:  # calibration run; doubles as warm-up unless it is long
         first[w.framework] = w.call(cmd="time", op=op, number=1)
+        t = first[w.framework]["seconds"]
+        if t < WARMUP_SECONDS:  # a first call is slow: plan the loop length from warm calls
+            warm = w.call(cmd="time", op=op, number=max(1, int(WARMUP_SECONDS / max(t, 1e-7))))
+            planning[w.framework] = warm["seconds"]
     plan: Dict[str, Tuple[int, int]] = {}
     samples: Dict[str, List[float]] = {w.framework: [] for w in workers}
     for w in workers:
-        t = max(first[w.framework]["seconds"], 1e-7)
+        t = max(planning.get(w.framework, first[w.framework]["seconds"]), 1e-7)
         number = max(1, int(loop_target / t)) if t < loop_target else 1
         reps = max(1, min(repeat, max(min_repeat, int(budget / (t * number)))))
         if t >= 1.0:  # a long run is its own warm-up: keep it
