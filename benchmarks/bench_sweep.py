@@ -2,7 +2,7 @@
 on a local cluster of threads, and through a `dask scheduler` + `dask worker` processes on
 127.0.0.1, for the tiny shape and a >= 50 ms cell.
 
-    python benchmarks/bench_sweep.py [--workers 2] [--repeat 3] [--tiny-cells 400] [--big-cells 24]
+    python benchmarks/bench_sweep.py [--workers 2] [--repeat 3] [--tiny-cells 400] [--big-cells 60]
 
 Rates count compute only (first task sent to last Parquet part written; engine start-up is
 reported separately). "ms/cell in" is the median wall time of one cell inside the engine (its
@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tiny-cells", type=int, default=400, help="cells of the tiny shape per run")
-    ap.add_argument("--big-cells", type=int, default=24, help="cells of the >= 50 ms shape per run")
+    ap.add_argument("--big-cells", type=int, default=60, help="cells of the >= 50 ms shape per run")
     args = ap.parse_args()
 
     import pydepth
