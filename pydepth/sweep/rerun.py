@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 from dataclasses import dataclass
 from typing import Any, List, Tuple, Union
 
+from .._bits import float_bits
 from .cell import COLUMNS, draw_batch, run_cell
 from .errors import RowNotFoundError
 from .spec import parse_row_id
@@ -22,14 +22,14 @@ UNCOMPARED = ("wall_time_s",)
 
 def _bits(v: Any) -> Any:
     if isinstance(v, float):
-        return struct.pack("<d", v)  # NaN payloads and signed zeros compare exactly
+        return float_bits(v)  # NaN payloads and signed zeros compare exactly
     return v
 
 
 def _show(v: Any) -> str:
     if isinstance(v, float):
         text = repr(v) if math.isfinite(v) else str(v)
-        return f"{text} (0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016x})"
+        return f"{text} (0x{float_bits(v)})"
     return repr(v)
 
 
