@@ -67,7 +67,8 @@ def run(kind, a, b, c0, acc):
 
 RAGGED = [1, 2, 3, 17, 129, 513]
 SHAPES = [(1, 1, 1), (4, 4, 4), (3, 17, 2), (17, 129, 513), (129, 513, 17), (513, 3, 129),
-          (2, 513, 3), (129, 129, 129), (17, 300, 70), (7, 700, 9), (64, 600, 513)]
+          (2, 513, 3), (129, 129, 129), (17, 300, 70), (7, 700, 9), (64, 600, 513),
+          (64, 64, 63), (64, 64, 64), (16, 16, 266), (266, 16, 16)]  # both sides of the packing threshold
 
 
 @pytest.mark.parametrize("path", AVAILABLE)
@@ -105,6 +106,41 @@ def test_matmul_special_values(kernel_state, kind):
                 got = run(kind, a, b, c0, acc)
                 want = reference(kind, a, b, c0, acc)
                 assert np.array_equal(bits(got), bits(want)), (path, threads, acc)
+
+
+# Unpacked small products (gemm_small*.c): row tiles of 4 (AVX2) and 8 (AVX-512), column
+# vectors of 4 and 8 in pairs, masked or scalar right edges; every edge of each on each side.
+SMALL_M = (1, 3, 4, 5, 7, 8, 9, 17)
+SMALL_N = (1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 20, 23, 24, 33)
+SMALL_K = (1, 2, 16, 33)
+
+
+@pytest.mark.parametrize("path", AVAILABLE)
+@pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
+def test_small_products_bit_exact_at_every_tile_edge(kernel_state, path, kind):
+    assert _core.force_kernel_path(path)
+    rng = np.random.default_rng(sum(map(ord, path + kind)))
+    for m in SMALL_M:
+        for k in SMALL_K:
+            for n in SMALL_N:
+                a, b = operands(kind, m, k, n, rng)
+                a[rng.random(a.shape) < 0.2] = -0.0  # products of -0.0: the sum starts at +0.0
+                c0 = np.where(rng.random((m, n)) < 0.3, -0.0, rng.standard_normal((m, n)))
+                for acc in (False, True):
+                    got = run(kind, a, b, c0, acc)
+                    want = reference(kind, a, b, c0, acc)
+                    assert np.array_equal(bits(got), bits(want)), (path, kind, m, k, n, acc)
+
+
+def test_small_products_start_each_sum_at_positive_zero(kernel_state):
+    """All terms -0.0: the sum is +0.0 (a kernel seeding with the first product would give -0.0)."""
+    for path in AVAILABLE:
+        assert _core.force_kernel_path(path)
+        for kind in ("nn", "nt", "tn"):
+            a, b = operands(kind, 9, 3, 17, np.random.default_rng(1))
+            a[:], b[:] = -0.0, 1.0
+            got = run(kind, a, b, np.full((9, 17), 7.0), False)
+            assert np.array_equal(bits(got), bits(np.zeros((9, 17)))), (path, kind)
 
 
 def test_matmul_empty_inner_dimension(kernel_state):

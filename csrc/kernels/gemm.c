@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm.h"
+#include "gemm_small.h"
 #include "mm_ref.h"
 #include "pool.h"
 #include "ukernel.h"
@@ -15,8 +16,12 @@
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
 
-/* Below this many multiply-adds packing costs more than it saves. */
-#define PD_SMALL_MACS 4096u
+/* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
+ * gemm_small.c were faster up to 64x64x64 on AVX2 and AVX-512 (benchmarks/bench_small_gemm.c
+ * builds the core with -DPD_SMALL_MACS=1, every product packed, to compare). */
+#ifndef PD_SMALL_MACS
+#define PD_SMALL_MACS (1u << 18)
+#endif
 #define PD_TILE_MAX (8 * 16)
 
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
@@ -266,8 +271,10 @@ static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size
                  const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
     if (M == 0 || N == 0) return;
     const double macs = (double)M * (double)N * (double)K;
-    if (K == 0 || macs < PD_SMALL_MACS) {
-        pd_mm_ref(M, K, N, A, rsa, csa, B, rsb, csb, C, ldc, acc);
+    if (K == 0 || macs < PD_SMALL_MACS) { /* unpacked; a transposed B is copied k-major first */
+        double *bt = csb == 1 ? NULL : scratch_get(K * N);
+        if (csb == 1 || bt) pd_mm_small(current_path(), M, K, N, A, rsa, csa, B, rsb, csb, bt, C, ldc, acc);
+        else pd_mm_ref(M, K, N, A, rsa, csa, B, rsb, csb, C, ldc, acc); /* no memory for the copy */
         return;
     }
     gemm_job j = {.p = current_path(), .M = M, .K = K, .N = N, .A = A, .B = B, .rsa = rsa,

@@ -1,6 +1,7 @@
 /* Every available product path (baseline, avx2, avx512) at one and several threads against
  * the reference-order loops pd_mm_ref, bit for bit, on shapes with edge tiles, several
- * k-blocks and the parallel split. No Python at run time; exit status 0 only when all match. */
+ * k-blocks, the parallel split and the unpacked small products, with tight and padded leading
+ * dimensions. No Python at run time; exit status 0 only when all match. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,43 +24,48 @@ static int same_bits(const double *a, const double *b, size_t n, size_t *where) 
 }
 
 int main(void) {
-    static const size_t shapes[][3] = {{7, 5, 9}, {37, 300, 41}, {130, 600, 70}, {64, 513, 200}};
+    static const size_t shapes[][3] = {{7, 5, 9},     {37, 300, 41}, {130, 600, 70}, {64, 513, 200},
+                                       {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63}};
     static const char *const paths[] = {"baseline", "avx2", "avx512"};
     static const int threads[] = {1, 3};
     int bad = 0, runs = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const size_t M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
-        const size_t big = (M > N ? M : N) * K;
+        const size_t big = ((M > N ? M : N) + 3) * (K + 3); /* room for padded leading dimensions */
         double *A = malloc(big * sizeof *A), *B = malloc(big * sizeof *B);
-        double *C0 = malloc(M * N * sizeof *C0), *C = malloc(M * N * sizeof *C), *R = malloc(M * N * sizeof *R);
+        const size_t cn = M * (N + 3);
+        double *C0 = malloc(cn * sizeof *C0), *C = malloc(cn * sizeof *C), *R = malloc(cn * sizeof *R);
         for (size_t i = 0; i < big; i++) { A[i] = next_value(); B[i] = next_value(); }
-        for (size_t i = 0; i < M * N; i++) C0[i] = next_value();
+        for (size_t i = 0; i < cn; i++) C0[i] = next_value();
         for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
             if (!pd_force_kernel_path(paths[p])) continue; /* not on this CPU or architecture */
             for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
                 pd_set_num_threads(threads[t]);
+                for (size_t pad = 0; pad <= 3; pad += 3)
                 for (int kind = 0; kind < 3; kind++)
                     for (int acc = 0; acc < 2; acc++) {
-                        /* nn: A[M,K] B[K,N]; nt: B read as [N,K]; tn: A read as [K,M] */
-                        memcpy(C, C0, M * N * sizeof *C);
-                        memcpy(R, C0, M * N * sizeof *R);
+                        /* nn: A[M,K] B[K,N]; nt: B read as [N,K]; tn: A read as [K,M]; each row
+                         * of every operand (and of C) followed by pad unused elements */
+                        const size_t ldc = N + pad;
+                        memcpy(C, C0, cn * sizeof *C);
+                        memcpy(R, C0, cn * sizeof *R);
                         if (kind == 0) {
-                            pd_mm_nn(M, K, N, A, K, B, N, C, N, acc);
-                            pd_mm_ref(M, K, N, A, K, 1, B, N, 1, R, N, acc);
+                            pd_mm_nn(M, K, N, A, K + pad, B, N + pad, C, ldc, acc);
+                            pd_mm_ref(M, K, N, A, K + pad, 1, B, N + pad, 1, R, ldc, acc);
                         } else if (kind == 1) {
-                            pd_mm_nt(M, K, N, A, K, B, K, C, N, acc);
-                            pd_mm_ref(M, K, N, A, K, 1, B, 1, K, R, N, acc);
+                            pd_mm_nt(M, K, N, A, K + pad, B, K + pad, C, ldc, acc);
+                            pd_mm_ref(M, K, N, A, K + pad, 1, B, 1, K + pad, R, ldc, acc);
                         } else {
-                            pd_mm_tn(M, K, N, A, M, B, N, C, N, acc);
-                            pd_mm_ref(M, K, N, A, 1, M, B, N, 1, R, N, acc);
+                            pd_mm_tn(M, K, N, A, M + pad, B, N + pad, C, ldc, acc);
+                            pd_mm_ref(M, K, N, A, 1, M + pad, B, N + pad, 1, R, ldc, acc);
                         }
                         size_t where;
                         runs++;
-                        if (!same_bits(C, R, M * N, &where)) {
+                        if (!same_bits(C, R, cn, &where)) { /* the padding must stay untouched too */
                             bad++;
-                            printf("FAIL %s threads %d %s acc %d %zux%zux%zu: element %zu %.17g != %.17g\n",
+                            printf("FAIL %s threads %d %s acc %d pad %zu %zux%zux%zu: element %zu %.17g != %.17g\n",
                                    paths[p], threads[t], kind == 0 ? "nn" : kind == 1 ? "nt" : "tn", acc,
-                                   M, K, N, where, C[where], R[where]);
+                                   pad, M, K, N, where, C[where], R[where]);
                         }
                     }
             }

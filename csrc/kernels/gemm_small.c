@@ -1,0 +1,48 @@
+/* Unpacked small products: the path's vector kernel over B rows read in place (a transposed B
+ * copied k-major first), and the portable kernel every path falls back on. */
+#include "gemm_small.h"
+#include "../platform/pd_platform.h"
+
+#define COLS 64 /* one row's partial sums kept on the stack */
+
+void pd_small_generic(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
+                      const double *B, size_t rsb, double *C, size_t ldc, int acc) {
+    double s[COLS];
+    for (size_t j0 = 0; j0 < N; j0 += COLS) {
+        const size_t n = N - j0 < COLS ? N - j0 : COLS;
+        for (size_t i = 0; i < M; i++) {
+            const double *a = A + i * rsa, *b = B + j0;
+            for (size_t j = 0; j < n; j++) s[j] = 0.0;
+            for (size_t k = 0; k < K; k++, b += rsb) {
+                const double ak = a[k * csa];
+                for (size_t j = 0; j < n; j++) s[j] = s[j] + ak * b[j];
+            }
+            double *c = C + i * ldc + j0;
+            for (size_t j = 0; j < n; j++) c[j] = acc ? c[j] + s[j] : s[j];
+        }
+    }
+}
+
+static pd_small_fn small_kernel(const pd_gemm_path *p) {
+#if PD_ARCH_X86_64
+    if (p == &pd_path_avx512) return pd_small_avx512;
+    if (p == &pd_path_avx2) return pd_small_avx2;
+#endif
+    (void)p;
+    return pd_small_generic;
+}
+
+void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A, size_t rsa,
+                 size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
+                 size_t ldc, int acc) {
+    if (csb != 1) { /* bt[k*N + n] = B(k, n), in strips of 8 stored rows read side by side */
+        for (size_t n0 = 0; n0 < N; n0 += 8) {
+            const size_t n1 = N - n0 < 8 ? N : n0 + 8;
+            for (size_t k = 0; k < K; k++)
+                for (size_t n = n0; n < n1; n++) bt[k * N + n] = B[k * rsb + n * csb];
+        }
+        B = bt;
+        rsb = N;
+    }
+    small_kernel(p)(M, K, N, A, rsa, csa, B, rsb, C, ldc, acc);
+}

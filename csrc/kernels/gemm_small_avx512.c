@@ -1,0 +1,74 @@
+/* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
+ * place through masked loads at the right edge, A broadcast in place. Multiply and add stay
+ * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */
+#include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64
+#include <immintrin.h>
+#include "gemm_small.h"
+
+#define R 8
+
+/* Row r of the tile: missing rows (r >= rows) re-read row 0 and are never stored. */
+#define ROWPTR(r) const double *a##r = A + ((r) < rows ? (size_t)(r) : 0) * rsa
+#define ZERO(r, v) __m512d s##r##v = _mm512_setzero_pd()
+#define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, _mm512_mul_pd(a##r##k, b##v))
+#define BCAST(r) const __m512d a##r##k = _mm512_set1_pd(a##r[ka])
+#define OUT(r, v)                                                                                \
+    do {                                                                                         \
+        if ((r) < rows) {                                                                        \
+            double *cr = c + (r) * ldc + 8 * (v);                                                \
+            __m512d x = s##r##v;                                                                 \
+            if (acc) x = _mm512_add_pd(_mm512_maskz_loadu_pd(m##v, cr), x); /* C + s */         \
+            _mm512_mask_storeu_pd(cr, m##v, x);                                                  \
+        }                                                                                        \
+    } while (0)
+#define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v); M(4, v); M(5, v); M(6, v); M(7, v)
+#define ROWS(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
+
+PD_TARGET("avx512f") static void tile_8x1(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
+                                          const double *b, size_t rsb, double *c, size_t ldc, int acc,
+                                          __mmask8 m0) {
+    ROWS(ROWPTR);
+    ALL(ZERO, 0);
+    for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
+        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b);
+        ROWS(BCAST);
+        ALL(STEP, 0);
+    }
+    ALL(OUT, 0);
+}
+
+PD_TARGET("avx512f") static void tile_8x2(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
+                                          const double *b, size_t rsb, double *c, size_t ldc, int acc,
+                                          __mmask8 m0, __mmask8 m1) {
+    ROWS(ROWPTR);
+    ALL(ZERO, 0);
+    ALL(ZERO, 1);
+    for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
+        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), b1 = _mm512_maskz_loadu_pd(m1, b + 8);
+        ROWS(BCAST);
+        ALL(STEP, 0);
+        ALL(STEP, 1);
+    }
+    ALL(OUT, 0);
+    ALL(OUT, 1);
+}
+
+static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
+
+PD_TARGET("avx512f") void pd_small_avx512(size_t M, size_t K, size_t N, const double *A, size_t rsa,
+                                          size_t csa, const double *B, size_t rsb, double *C,
+                                          size_t ldc, int acc) {
+    for (size_t j = 0; j < N; j += 16) {
+        const size_t cols = N - j < 16 ? N - j : 16;
+        const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
+        for (size_t i = 0; i < M; i += R) {
+            const size_t rows = M - i < R ? M - i : R;
+            if (m1) tile_8x2(rows, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc, m0, m1);
+            else tile_8x1(rows, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc, m0);
+        }
+    }
+}
+#else
+typedef int pd_gemm_small_avx512_unused; /* no x86-64: this path does not exist */
+#endif
