@@ -160,3 +160,61 @@ def test_swapping_two_values_through_an_alias_is_caught():
     ctypes.memmove(p.value.ctypes.data, swapped.ctypes.data, swapped.nbytes)
     with pytest.raises(pydepth.StaleOperandError, match="alias"):
         loss.backward()
+
+
+# ---- the alias guard's checksum: one definition on every instruction-set path ----------
+
+_STEP, _MUL = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
+
+
+def _kernel_paths():
+    from pydepth import _core
+    old = _core.kernel_path()
+    out = [p for p in ("baseline", "avx2", "avx512") if _core.force_kernel_path(p)]
+    _core.force_kernel_path(old)
+    return out
+
+
+def _checksum_by_definition(values):
+    """sum over i of (bits_i ^ i * STEP) * MUL, mod 2^64 (csrc/pd_checksum.c)."""
+    with np.errstate(over="ignore"):
+        bits = np.ascontiguousarray(values, dtype=np.float64).reshape(-1).view(np.uint64)
+        key = np.arange(bits.size, dtype=np.uint64) * np.uint64(_STEP)
+        return int(np.sum((bits ^ key) * np.uint64(_MUL), dtype=np.uint64))
+
+
+def test_the_alias_checksum_is_one_sum_on_every_kernel_path():
+    from pydepth import _core
+    model = DecoderModel(DecoderConfig(13, 12, 2, 13, 2, 8), SplitMix64(5))  # sizes 13*12, 12, 13*12...
+    want = 0
+    for p in model.parameters:
+        want ^= _checksum_by_definition(p.value)
+    old = _core.kernel_path()
+    try:
+        for path in _kernel_paths():
+            assert _core.force_kernel_path(path)
+            assert model._core.checksum_all() == want, path
+    finally:
+        _core.force_kernel_path(old)
+
+
+def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
+    import ctypes
+    from pydepth import _core
+    old = _core.kernel_path()
+    try:
+        for path in _kernel_paths():
+            assert _core.force_kernel_path(path)
+            for index in (0, 5, 8, 11):  # vector lanes and the scalar tail of a 12-value gain
+                for bit in (0, 31, 32, 52, 63):
+                    model = DecoderModel(DecoderConfig(13, 12, 2, 13, 2, 8), SplitMix64(3))
+                    tokens = np.array([[1, 2, 3, 4]])
+                    loss = model.forward(tokens).loss((tokens + 1) % 13)
+                    p = model.parameter("final_norm.gain")
+                    flipped = p.value.copy()
+                    flipped.view(np.uint64)[index] ^= np.uint64(1 << bit)
+                    ctypes.memmove(p.value.ctypes.data, flipped.ctypes.data, flipped.nbytes)
+                    with pytest.raises(pydepth.StaleOperandError, match="final_norm.gain.*alias"):
+                        loss.backward()
+    finally:
+        _core.force_kernel_path(old)
