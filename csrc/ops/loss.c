@@ -1,10 +1,14 @@
 /* Valid-target mean NLL from the logits and its VJP (docs/numerics.md §5.7, §6.2). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "loss.h"
 #include "canon.h"
 #include "../pd_nodes.h"
+#include "../pd_tensor.h"
+#include "../kernels/gemm.h"
 #include "../kernels/pool.h"
+#include "../platform/pd_platform.h"
 #include "../libm/pd_libm.h"
 
 typedef struct {
@@ -16,48 +20,111 @@ typedef struct {
     uint8_t *bad; /* rows holding a non-finite logit */
 } nll_ctx;
 
+/* The largest logit as the sequential scan (mx = -inf; x > mx ? x : mx) finds it, from four
+ * interleaved chains: the maximum is order-free except for its zero's sign, which is the
+ * first zero's. 0 when the row holds a non-finite logit. */
+static int row_max(const double *x, size_t V, double *out) {
+    double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    uint64_t any = 0;
+    size_t cl = 0;
+    for (; cl + 4 <= V; cl += 4)
+        for (int l = 0; l < 4; l++) {
+            any |= pd_nonfinite_bit(x[cl + l]);
+            if (x[cl + l] > m[l]) m[l] = x[cl + l];
+        }
+    for (; cl < V; cl++) {
+        any |= pd_nonfinite_bit(x[cl]);
+        if (x[cl] > m[0]) m[0] = x[cl];
+    }
+    if (any >> 63) return 0;
+    double mx = m[0];
+    for (int l = 1; l < 4; l++)
+        if (m[l] > mx) mx = m[l];
+    if (mx == 0.0)
+        for (cl = 0; cl < V; cl++)
+            if (x[cl] == 0.0) { mx = x[cl]; break; }
+    *out = mx;
+    return 1;
+}
+
+/* p = canon(p / den): the same quotients in the widest vectors the products' path allows. */
+#define DIV_LOOP for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den)
+static void row_divide(double *p, size_t V, double den) { DIV_LOOP; }
+#if PD_ARCH_X86_64
+PD_TARGET("avx2") static void row_divide_avx2(double *p, size_t V, double den) { DIV_LOOP; }
+PD_TARGET("avx512f") static void row_divide_avx512(double *p, size_t V, double den) { DIV_LOOP; }
+#endif
+
+static void (*divide_loop(void))(double *, size_t, double) {
+#if PD_ARCH_X86_64
+    const char *path = pd_kernel_path();
+    if (strcmp(path, "avx512") == 0) return row_divide_avx512;
+    if (strcmp(path, "avx2") == 0) return row_divide_avx2;
+#endif
+    return row_divide;
+}
+
+#define GROUP 4 /* rows whose sequential tail sums run interleaved */
+
 /* Rows are independent; the cross-row sums stay sequential in the caller. */
 static void nll_rows(void *vctx, size_t begin, size_t end) {
     nll_ctx *c = vctx;
     const size_t V = c->V;
     const double dn = c->dn;
-    for (size_t g = begin; g < end; g++) {
-        const double *x = c->logits + g * V;
-        double *p = c->prob + g * V;
-        c->per_target[g] = 0.0;
-        c->sm_term[g] = 0.0;
-        c->bad[g] = 0;
-        if (c->valid && !c->valid[g]) {
-            for (size_t cl = 0; cl < V; cl++) p[cl] = 0.0;
-            continue;
+    void (*divide)(double *, size_t, double) = divide_loop();
+    for (size_t g0 = begin; g0 < end; g0 += GROUP) {
+        const size_t rows = end - g0 < GROUP ? end - g0 : GROUP;
+        double mxs[GROUP], tail[GROUP], lead[GROUP];
+        size_t first_max[GROUP];
+        const double *tp[GROUP]; /* rows to sum; missing or skipped rows repeat a live one */
+        size_t live = 0;
+        for (size_t r = 0; r < rows; r++) {
+            const size_t g = g0 + r;
+            const double *x = c->logits + g * V;
+            double *p = c->prob + g * V;
+            c->per_target[g] = 0.0;
+            c->sm_term[g] = 0.0;
+            c->bad[g] = 0;
+            first_max[r] = V;
+            if (c->valid && !c->valid[g]) {
+                for (size_t cl = 0; cl < V; cl++) p[cl] = 0.0;
+                continue;
+            }
+            if (!row_max(x, V, &mxs[r])) {
+                c->bad[g] = 1;
+                continue;
+            }
+            for (size_t cl = 0; cl < V; cl++) p[cl] = x[cl] - mxs[r];
+            size_t fm = 0; /* the first zero shift: its exp, the literal 1, stays out of tail */
+            while (fm < V && p[fm] != 0.0) fm++;
+            first_max[r] = fm;
+            pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
+            if (fm == V) continue; /* no zero shift: only a row without logits (V == 0) */
+            lead[r] = p[fm];
+            p[fm] = 0.0; /* every term is >= +0.0, so adding +0.0 is leaving it out */
+            tp[live++] = p;
         }
-        double mx = -INFINITY;
-        int ok = 1;
-        for (size_t cl = 0; cl < V; cl++) {
-            ok &= isfinite(x[cl]) != 0;
-            if (x[cl] > mx) mx = x[cl];
-        }
-        if (!ok) {
-            c->bad[g] = 1;
-            continue;
-        }
-        size_t first_max = V; /* the first zero shift: its exp, the literal 1, stays out of tail */
-        for (size_t cl = 0; cl < V; cl++) {
-            p[cl] = x[cl] - mx;
-            if (p[cl] == 0.0 && first_max == V) first_max = cl;
-        }
-        pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
-        double tail = 0.0;
+        if (!live) continue;
+        for (size_t l = live; l < GROUP; l++) tp[l] = tp[0];
+        double t[GROUP] = {0.0, 0.0, 0.0, 0.0};
         for (size_t cl = 0; cl < V; cl++)
-            if (cl != first_max) tail = tail + p[cl];
-        const double lse = pd_log1p(tail); /* log1p of the tail, not log(1 + tail) */
-        const double xt = x[c->tgt[g]];
-        const double gap = mx - xt;
-        c->per_target[g] = gap + lse;
-        const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
-        c->sm_term[g] = sg + lse / dn;
-        const double den = 1.0 + tail;
-        for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den);
+            for (int l = 0; l < GROUP; l++) t[l] = t[l] + tp[l][cl];
+        for (size_t r = 0, l = 0; r < rows; r++) tail[r] = first_max[r] < V ? t[l++] : 0.0;
+        for (size_t r = 0; r < rows; r++) {
+            if (first_max[r] == V) continue;
+            const size_t g = g0 + r;
+            const double *x = c->logits + g * V;
+            double *p = c->prob + g * V;
+            p[first_max[r]] = lead[r];
+            const double mx = mxs[r];
+            const double lse = pd_log1p(tail[r]); /* log1p of the tail, not log(1 + tail) */
+            const double xt = x[c->tgt[g]];
+            const double gap = mx - xt;
+            c->per_target[g] = gap + lse;
+            const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
+            c->sm_term[g] = sg + lse / dn;
+            divide(p, V, 1.0 + tail[r]);
+        }
     }
 }
 
