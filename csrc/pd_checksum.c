@@ -3,7 +3,7 @@
  * alias such as torch.from_numpy of a read-only view). */
 #include <string.h>
 #include "pd_checksum.h"
-#include "kernels/gemm.h"
+#include "kernels/isa.h"
 #include "platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
@@ -103,9 +103,9 @@ static void sum_task(void *vctx, size_t begin, size_t end) {
 /* The widest loop the products' instruction-set path allows (one sum on every path). */
 static uint64_t (*sum_loop(void))(const double *, size_t, size_t) {
 #if PD_ARCH_X86_64
-    const char *path = pd_kernel_path();
-    if (strcmp(path, "avx512") == 0) return mix_sum_avx512;
-    if (strcmp(path, "avx2") == 0) return mix_sum_avx2;
+    const pd_isa isa = pd_current_isa();
+    if (isa == PD_ISA_AVX512) return mix_sum_avx512;
+    if (isa == PD_ISA_AVX2) return mix_sum_avx2;
 #endif
     return mix_sum;
 }

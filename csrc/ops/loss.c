@@ -1,12 +1,11 @@
 /* Valid-target mean NLL from the logits and its VJP (docs/numerics.md §5.7, §6.2). */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 #include "loss.h"
 #include "canon.h"
 #include "../pd_nodes.h"
 #include "../pd_tensor.h"
-#include "../kernels/gemm.h"
+#include "../kernels/isa.h"
 #include "../kernels/pool.h"
 #include "../platform/pd_platform.h"
 #include "../libm/pd_libm.h"
@@ -57,9 +56,9 @@ PD_TARGET("avx512f") static void row_divide_avx512(double *p, size_t V, double d
 
 static void (*divide_loop(void))(double *, size_t, double) {
 #if PD_ARCH_X86_64
-    const char *path = pd_kernel_path();
-    if (strcmp(path, "avx512") == 0) return row_divide_avx512;
-    if (strcmp(path, "avx2") == 0) return row_divide_avx2;
+    const pd_isa isa = pd_current_isa();
+    if (isa == PD_ISA_AVX512) return row_divide_avx512;
+    if (isa == PD_ISA_AVX2) return row_divide_avx2;
 #endif
     return row_divide;
 }
