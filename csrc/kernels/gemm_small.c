@@ -23,6 +23,30 @@ void pd_small_generic(size_t M, size_t K, size_t N, const double *A, size_t rsa,
     }
 }
 
+void pd_small_transpose_edges(size_t K, size_t N, const double *B, size_t ldb, double *bt, size_t k0,
+                              size_t n0) {
+    for (size_t n = 0; n < n0; n++)
+        for (size_t k = k0; k < K; k++) bt[k * N + n] = B[n * ldb + k];
+    for (size_t n0s = n0; n0s < N; n0s += 8) { /* strips of 8 stored rows read side by side */
+        const size_t n1 = N - n0s < 8 ? N : n0s + 8;
+        for (size_t k = 0; k < K; k++)
+            for (size_t n = n0s; n < n1; n++) bt[k * N + n] = B[n * ldb + k];
+    }
+}
+
+void pd_small_transpose_generic(size_t K, size_t N, const double *B, size_t ldb, double *bt) {
+    pd_small_transpose_edges(K, N, B, ldb, bt, 0, 0);
+}
+
+static pd_transpose_fn transpose(const pd_gemm_path *p) {
+#if PD_ARCH_X86_64
+    if (p == &pd_path_avx512) return pd_small_transpose_avx512;
+    if (p == &pd_path_avx2) return pd_small_transpose_avx2;
+#endif
+    (void)p;
+    return pd_small_transpose_generic;
+}
+
 static pd_small_fn small_kernel(const pd_gemm_path *p) {
 #if PD_ARCH_X86_64
     if (p == &pd_path_avx512) return pd_small_avx512;
@@ -35,12 +59,11 @@ static pd_small_fn small_kernel(const pd_gemm_path *p) {
 void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A, size_t rsa,
                  size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
                  size_t ldc, int acc) {
-    if (csb != 1) { /* bt[k*N + n] = B(k, n), in strips of 8 stored rows read side by side */
-        for (size_t n0 = 0; n0 < N; n0 += 8) {
-            const size_t n1 = N - n0 < 8 ? N : n0 + 8;
-            for (size_t k = 0; k < K; k++)
-                for (size_t n = n0; n < n1; n++) bt[k * N + n] = B[k * rsb + n * csb];
-        }
+    if (csb != 1) { /* bt[k*N + n] = B(k, n); the callers' transposed B has rsb == 1 */
+        if (rsb == 1) transpose(p)(K, N, B, csb, bt);
+        else
+            for (size_t n = 0; n < N; n++)
+                for (size_t k = 0; k < K; k++) bt[k * N + n] = B[k * rsb + n * csb];
         B = bt;
         rsb = N;
     }
