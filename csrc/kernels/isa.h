@@ -2,15 +2,18 @@
  * that follow it: one choice, so forcing a path for tests moves every loop along. */
 #ifndef PD_ISA_H
 #define PD_ISA_H
-#include <string.h>
 #include "gemm.h"
+#include "ukernel.h"
+#include "../platform/pd_platform.h"
 
 typedef enum { PD_ISA_BASELINE, PD_ISA_AVX2, PD_ISA_AVX512 } pd_isa;
 
 static inline pd_isa pd_current_isa(void) {
-    const char *path = pd_kernel_path();
-    if (strcmp(path, "avx512") == 0) return PD_ISA_AVX512;
-    if (strcmp(path, "avx2") == 0) return PD_ISA_AVX2;
+#if PD_ARCH_X86_64
+    const char *path = pd_kernel_path(); /* the chosen path's own name: compared by address */
+    if (path == pd_path_avx512.name) return PD_ISA_AVX512;
+    if (path == pd_path_avx2.name) return PD_ISA_AVX2;
+#endif
     return PD_ISA_BASELINE;
 }
 
