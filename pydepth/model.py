@@ -433,6 +433,8 @@ class ForwardRecord:
 
 
 def _int_array(name: str, values: Any) -> np.ndarray:
+    if type(values) is np.ndarray and values.dtype.kind in "iu":
+        return values  # the common case: a plain integer array, nothing to convert or refuse
     arr = plain_array(name, values, TokenError)
     if arr.dtype.kind not in "iu":
         if arr.dtype.kind == "f" and arr.size and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
