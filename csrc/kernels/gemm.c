@@ -17,8 +17,8 @@
 #include "../platform/pd_thread.h"
 
 /* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
- * gemm_small.c were faster up to 64x64x64 on AVX2 and AVX-512 (benchmarks/bench_small_gemm.c
- * builds the core with -DPD_SMALL_MACS=1, every product packed, to compare). */
+ * gemm_small.c were faster below 64x64x64 on AVX2 and AVX-512, about even there (measured by
+ * benchmarks/bench_small_gemm.c against a core built with -DPD_SMALL_MACS=1, all packed). */
 #ifndef PD_SMALL_MACS
 #define PD_SMALL_MACS (1u << 18)
 #endif
