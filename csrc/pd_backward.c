@@ -41,7 +41,8 @@ typedef struct {
 /* Everything one reverse pass writes, carved from one pooled arena. */
 typedef struct {
     double **grad;          /* [n_params]: this pass's contribution to each parameter gradient */
-    double *logits;         /* [N, V] adjoint of the logits */
+    uint8_t *direct;        /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
+    double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
     double *final_norm_out; /* [N, W] adjoint of the final norm output */
     double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
     double *after_attn;     /* [N, W] adjoint of the current block's after_attention site */
@@ -88,13 +89,31 @@ static void norm_backward(const pd_graph *g, const double *u, const double *x, c
                         r->normalized, g->valid, res, out, dgain, cap_n, cap_r, cap_m);
 }
 
-/* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. */
-static pd_status head_backward(const pd_graph *g, const selection *sel, backward_scratch *s,
+/* The saved softmax again when an earlier pass wrote its logits adjoint over it: the same
+ * deterministic forward, so the same bits. */
+static pd_status prob_ready(pd_graph *g, pd_error *e) {
+    if (!g->prob_spent) return PD_OK;
+    const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
+    size_t count;
+    if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
+    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, g->prob, nll, &loss, &count, e);
+    free(nll);
+    if (st == PD_OK) g->prob_spent = 0;
+    return st;
+}
+
+/* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
+ * logits adjoint overwrites the saved softmax, its only reader. */
+static pd_status head_backward(pd_graph *g, const selection *sel, backward_scratch *s,
                                pd_error *e) {
     const pd_model *m = g->model;
     const size_t B = g->B, T = g->T, N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
     const double *E = m->params[0]->value, one = 1.0;
     capture(sel, -1, PD_N_LOSS, &one, 1);
+    PD_TRY(prob_ready(g, e));
+    s->logits = g->prob;
+    g->prob_spent = 1;
     pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
@@ -212,36 +231,51 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
 
 #define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
 
+/* A direct contribution (written into a gradient of +0.0) commits as grad = 0.0 + c: the bits
+ * of (+0.0) + c on the buffered path, -0.0 included. */
 typedef struct {
     double *grad;
     const double *adj;
+    int direct;
     int bad;
 } grad_ctx;
 
 static void grad_check_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
     uint64_t any = 0;
-    for (size_t x = begin; x < end; x++)
-        any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
+    if (c->direct)
+        for (size_t x = begin; x < end; x++) any |= pd_nonfinite_bit(c->grad[x]);
+    else
+        for (size_t x = begin; x < end; x++)
+            any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
     if (any >> 63) c->bad = 1;
 }
 
 static void grad_commit_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
-    for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+    if (c->direct)
+        for (size_t x = begin; x < end; x++) c->grad[x] = 0.0 + c->grad[x];
+    else
+        for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
 }
 
 typedef struct {
     const pd_model *m;
     double *const *contribution;
-    uint8_t *bad; /* per parameter */
+    const uint8_t *direct; /* per parameter, or NULL */
+    uint8_t *bad;          /* per parameter */
 } commit_ctx;
+
+static grad_ctx grad_ctx_of(const commit_ctx *c, size_t i) {
+    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->direct && c->direct[i], 0};
+    return gc;
+}
 
 /* Parameters [begin, end): each one's elements, split further only when it is large alone. */
 static void check_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        grad_ctx gc = grad_ctx_of(c, i);
         pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_check_task, &gc);
         c->bad[i] = (uint8_t)gc.bad;
     }
@@ -250,27 +284,30 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
 static void commit_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        grad_ctx gc = grad_ctx_of(c, i);
         pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_commit_task, &gc);
     }
 }
 
 /* Adds every contribution to its stored gradient, only when every result is finite (§6.5).
- * The parameters go to the pool as one job: most are too small to split on their own. */
-static pd_status commit_gradients(const pd_model *m, double *const *contribution, pd_error *e) {
+ * The parameters go to the pool as one job: most are too small to split on their own. A
+ * committed gradient is no longer known to be +0.0. */
+static pd_status commit_gradients(const pd_model *m, double *const *contribution,
+                                  const uint8_t *direct, pd_error *e) {
     const size_t np = m->n_params;
     size_t total = 0;
     for (size_t i = 0; i < np; i++) total += m->params[i]->size;
     const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
     uint8_t *bad = calloc(np ? np : 1, 1);
     if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    commit_ctx cc = {m, contribution, bad};
+    commit_ctx cc = {m, contribution, direct, bad};
     pd_parallel_for(np, grain, check_params_task, &cc);
     for (size_t i = 0; i < np; i++) {
         if (!bad[i]) continue;
         const pd_param *q = m->params[i];
+        const int d = direct && direct[i];
         for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = q->grad[x] + contribution[i][x];
+            const double nv = d ? 0.0 + q->grad[x] : q->grad[x] + contribution[i][x];
             if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
                 free(bad);
                 return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
@@ -279,7 +316,24 @@ static pd_status commit_gradients(const pd_model *m, double *const *contribution
     }
     free(bad);
     pd_parallel_for(np, grain, commit_params_task, &cc);
+    for (size_t i = 0; i < np; i++) m->params[i]->grad_zero = 0;
     return PD_OK;
+}
+
+/* A refused pass leaves its direct gradients as it found them: +0.0. */
+static void restore_direct(const pd_model *m, const backward_scratch *s) {
+    if (!s->direct) return;
+    for (size_t i = 0; i < m->n_params; i++)
+        if (s->direct[i]) memset(m->params[i]->grad, 0, m->params[i]->size * sizeof(double));
+}
+
+/* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
+ * the table names the same parameter (each slot's contribution needs its own buffer then). */
+static int direct_ok(const pd_model *m, size_t i) {
+    if (!m->params[i]->grad_zero) return 0;
+    for (size_t j = 0; j < m->n_params; j++)
+        if (j != i && m->params[j] == m->params[i]) return 0;
+    return 1;
 }
 
 static double *carve(double **p, size_t n) {
@@ -288,22 +342,28 @@ static double *carve(double **p, size_t n) {
     return out;
 }
 
-/* One pooled arena, not zeroed: every buffer is fully written before it is read. */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error *e) {
+/* One pooled arena, not zeroed: every buffer is fully written before it is read. With
+ * in_place, a parameter whose gradient is +0.0 takes its contribution in its gradient. */
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_place, pd_error *e) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
     const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width, np = m->n_params;
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
     memset(s, 0, sizeof *s);
-    s->grad = calloc(np, sizeof(double *));
+    s->grad = calloc(np ? np : 1, sizeof(double *));
+    s->direct = calloc(np ? np : 1, 1);
     s->touched = calloc(V, 1);
-    total += N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    if (!s->grad || !s->direct || !s->touched) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
+    size_t total = 0;
+    for (size_t i = 0; i < np; i++) {
+        s->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
+        if (!s->direct[i]) total += m->params[i]->size;
+    }
+    total += V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
     s->arena = pd_buf_get(total, 0, e);
-    if (!s->grad || !s->touched || !s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
+    if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
-    for (size_t i = 0; i < np; i++) s->grad[i] = carve(&p, m->params[i]->size);
-    s->logits = carve(&p, N * V);
+    for (size_t i = 0; i < np; i++)
+        s->grad[i] = s->direct[i] ? m->params[i]->grad : carve(&p, m->params[i]->size);
     s->gather = carve(&p, V * W);
     s->residual = carve(&p, N * W);
     s->after_attn = carve(&p, N * W);
@@ -332,6 +392,7 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error 
 
 static void scratch_free(backward_scratch *s) {
     free(s->grad);
+    free(s->direct);
     free(s->touched);
     pd_buf_put(s->arena);
 }
@@ -378,7 +439,7 @@ static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
 pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
     if (!g->pending) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
     pd_status st = backward_ready(g, e);
-    if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, e);
+    if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, NULL, e);
     pd_graph_discard(g);
     return st;
 }
@@ -395,7 +456,9 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
     backward_scratch s;
-    st = scratch_alloc(&s, g, e);
+    /* only a pass that commits before returning writes into gradients: a waiting one must
+     * leave them as they are until commit or discard */
+    st = scratch_alloc(&s, g, commit, e);
     if (st == PD_OK) st = head_backward(g, &sel, &s, e);
     for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
         /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
@@ -407,7 +470,8 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
         embedding_backward(g, &s);
     }
     if (st == PD_OK && !commit) return keep_pending(g, &s, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s.grad, e);
+    if (st == PD_OK) st = commit_gradients(g->model, s.grad, s.direct, e);
+    if (st != PD_OK) restore_direct(g->model, &s);
     scratch_free(&s);
     return st;
 }

@@ -71,6 +71,7 @@ cdef extern from "pd_decoder.h":
         double *grad
         size_t size
         uint64_t revision
+        int grad_zero
     ctypedef struct pd_model:
         pd_config cfg
         size_t head_width, kv_width, n_params
@@ -122,3 +123,7 @@ cdef extern from "optim/pd_adamw.h":
     pd_status pd_adamw_check(const pd_adamw_hparams *h, pd_error *e)
     pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h,
                             uint64_t step, pd_error *e) nogil
+
+cdef extern from "pd_grad.h":
+    void pd_grad_zero(pd_param *p) nogil
+    void pd_grad_set(pd_param *p, const double *src) nogil

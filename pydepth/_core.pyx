@@ -316,6 +316,7 @@ cdef class _Param:
         self.p.value = <double *>calloc(n if n else 1, sizeof(double))
         self.p.grad = <double *>calloc(n if n else 1, sizeof(double))
         self.p.revision = 0
+        self.p.grad_zero = 1  # calloc: every gradient element is +0.0
         if self.p.value == NULL or self.p.grad == NULL:
             raise MemoryError(f"cannot allocate a parameter of shape {shape}")
 
@@ -364,7 +365,7 @@ cdef class _Param:
         cdef _LockSet held = self._locks()
         with nogil:
             held.acquire()
-            memset(self.p.grad, 0, self.p.size * sizeof(double))
+            pd_grad_zero(&self.p)
             held.release()
 
     def restore(self, const double[::1] values not None, const double[::1] grads not None,
@@ -378,9 +379,15 @@ cdef class _Param:
             held.acquire()
             if self.p.size:
                 memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
-                memcpy(self.p.grad, &grads[0], self.p.size * sizeof(double))
+                pd_grad_set(&self.p, &grads[0])
             self.p.revision = revision
             held.release()
+
+    @property
+    def grad_known_zero(self):
+        """Whether the core knows every gradient element is +0.0 (a fresh or zeroed gradient):
+        the next committing reverse pass then writes its contributions in place."""
+        return bool(self.p.grad_zero)
 
     def grad_is_zero(self):
         cdef size_t i
@@ -491,7 +498,7 @@ cdef class _Model:
         with nogil:
             self.grad_lock.acquire()
             for i in range(n):
-                memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
+                pd_grad_zero(self.ptrs[i])
             self.grad_lock.release()
 
 
