@@ -320,11 +320,14 @@ static pd_status commit_gradients(const pd_model *m, double *const *contribution
     return PD_OK;
 }
 
-/* A refused pass leaves its direct gradients as it found them: +0.0. */
+/* A refused or dropped pass leaves its direct gradients as it found them: +0.0. */
 static void restore_direct(const pd_model *m, const backward_scratch *s) {
     if (!s->direct) return;
     for (size_t i = 0; i < m->n_params; i++)
-        if (s->direct[i]) memset(m->params[i]->grad, 0, m->params[i]->size * sizeof(double));
+        if (s->direct[i]) {
+            memset(m->params[i]->grad, 0, m->params[i]->size * sizeof(double));
+            m->params[i]->grad_zero = 1;
+        }
 }
 
 /* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
@@ -418,47 +421,53 @@ static pd_status backward_ready(const pd_graph *g, pd_error *e) {
 
 void pd_graph_discard(pd_graph *g) {
     if (!g->pending) return;
+    restore_direct(g->model, g->pending);
     scratch_free(g->pending);
     free(g->pending);
     g->pending = NULL;
 }
 
-/* The finished scratch of an uncommitted pass moves to the graph until commit or discard. */
+/* The finished scratch of an uncommitted pass moves to the graph until commit or discard; its
+ * direct gradients are no longer +0.0, so no other pass writes into them meanwhile. */
 static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
     backward_scratch *kept = malloc(sizeof *kept);
     if (!kept) {
+        restore_direct(g->model, s);
         scratch_free(s);
         return pd_fail(e, PD_ERR_ALLOC, sizeof *kept, 0.0, -1, -1);
     }
     *kept = *s;
     pd_graph_discard(g);
+    for (size_t i = 0; i < g->model->n_params; i++)
+        if (kept->direct[i]) g->model->params[i]->grad_zero = 0;
     g->pending = kept;
     return PD_OK;
 }
 
 pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
-    if (!g->pending) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
+    backward_scratch *s = g->pending;
+    if (!s) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
     pd_status st = backward_ready(g, e);
-    if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, NULL, e);
+    if (st == PD_OK) st = commit_gradients(g->model, s->grad, s->direct, e);
+    if (st == PD_OK) memset(s->direct, 0, g->model->n_params); /* committed: nothing to write back */
     pd_graph_discard(g);
     return st;
 }
 
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                             double **out, uint8_t *found, pd_error *e) {
-    return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, 1, e);
+    return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, PD_PASS_COMMIT, e);
 }
 
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                                 double **out, uint8_t *found, int commit, pd_error *e) {
+                                 double **out, uint8_t *found, int mode, pd_error *e) {
+    if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
     pd_status st = backward_ready(g, e);
     if (st != PD_OK) return st;
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
     backward_scratch s;
-    /* only a pass that commits before returning writes into gradients: a waiting one must
-     * leave them as they are until commit or discard */
-    st = scratch_alloc(&s, g, commit, e);
+    st = scratch_alloc(&s, g, mode != PD_PASS_WAIT, e);
     if (st == PD_OK) st = head_backward(g, &sel, &s, e);
     for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
         /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
@@ -469,7 +478,7 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
         capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
         embedding_backward(g, &s);
     }
-    if (st == PD_OK && !commit) return keep_pending(g, &s, e);
+    if (st == PD_OK && mode != PD_PASS_COMMIT) return keep_pending(g, &s, e);
     if (st == PD_OK) st = commit_gradients(g->model, s.grad, s.direct, e);
     if (st != PD_OK) restore_direct(g->model, &s);
     scratch_free(&s);

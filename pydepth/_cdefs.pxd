@@ -101,7 +101,11 @@ cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil
     pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                                     double **out, uint8_t *found, int commit, pd_error *e) nogil
+                                     double **out, uint8_t *found, int mode, pd_error *e) nogil
+    enum:
+        PD_PASS_WAIT
+        PD_PASS_COMMIT
+        PD_PASS_WAIT_IN_PLACE
     pd_status pd_graph_commit(pd_graph *g, pd_error *e) nogil
     void pd_graph_discard(pd_graph *g) nogil
 

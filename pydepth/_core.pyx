@@ -627,12 +627,20 @@ cdef class _Graph:
             return None
         return tuple(dims[i] for i in range(rank))
 
-    def backward(self, list selected not None, list outputs not None, bint commit=True):
+    def backward(self, list selected not None, list outputs not None, bint commit=True, decide=None):
         """Reverse pass; selected is [(block, kind)], outputs the matching float64 buffers.
         Returns a list of found flags. With commit=False the parameter adjoints wait on the
-        graph for commit()."""
+        graph for commit(). With decide (a callable; commit is ignored) the pass waits inside
+        the gradients known to be +0.0 while the model's lock stays held, decide(found) runs,
+        and the pass is committed when it returns true and dropped when it returns false or
+        raises; decide must not take the model's lock (no backward, zero_grad or assign)."""
         cdef pd_error e
         cdef pd_status st
+        cdef bint hold = decide is not None
+        cdef bint locked = False, waiting = False
+        cdef int mode = PD_PASS_WAIT_IN_PLACE if hold else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
+        if hold and not callable(decide):
+            raise TypeError(f"decide must be callable, got {type(decide).__name__}")
         cdef size_t n = len(selected), rank, size
         cdef size_t dims[4]
         cdef int *blocks
@@ -667,11 +675,25 @@ cdef class _Graph:
                 outs[i] = &buf[0]
             with nogil:
                 self.model.grad_lock.acquire()
-                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, commit, &e)
-                self.model.grad_lock.release()
+                locked = True
+                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, mode, &e)
+                waiting = hold and st == PD_OK
+                if not waiting:
+                    self.model.grad_lock.release()
+                    locked = False
             _check_status(st, &e)
-            return [bool(found[i]) for i in range(n)]
+            flags = [bool(found[i]) for i in range(n)]
+            if waiting and decide(flags):
+                with nogil:
+                    st = pd_graph_commit(&self.g, &e)
+                _check_status(st, &e)
+            return flags
         finally:
+            if locked:
+                with nogil:
+                    if waiting:
+                        pd_graph_discard(&self.g)  # still waiting: dropped, +0.0 written back
+                    self.model.grad_lock.release()
             free(blocks); free(kinds); free(outs); free(found)
             self._leave()
 

@@ -1,8 +1,7 @@
 """A committing reverse pass writes its contributions straight into gradients known to hold
 only +0.0 (fresh or zeroed) and writes the logits adjoint over the saved softmax; the bits are
 those of the buffered pass, and every refusal leaves the gradients exactly as they were."""
-import os
-import signal
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -142,7 +141,17 @@ def test_a_fresh_pass_refused_midway_leaves_every_gradient_plus_zero():
     assert all_plus_zero(model) and all(known_zero(model))
 
 
-def test_a_refused_commit_restores_the_in_place_gradients_and_keeps_the_accumulated_ones():
+def plain_backward(loss):
+    loss.backward()
+
+
+def decided_backward(loss):
+    """A pass waiting in place under the lock, committed by its decide callback."""
+    loss._reverse([], commit=False, decide=lambda adjoints: True)
+
+
+@pytest.mark.parametrize("run", [plain_backward, decided_backward])
+def test_a_refused_commit_restores_the_in_place_gradients_and_keeps_the_accumulated_ones(run):
     """The accumulated embedding gradient overflows on some pass; before that pass every other
     gradient is zeroed, so the refused pass had written those in place."""
     model = DecoderModel(DecoderConfig(20, 4, 1, 4, 1, 5), SplitMix64(11))
@@ -158,7 +167,7 @@ def test_a_refused_commit_restores_the_in_place_gradients_and_keeps_the_accumula
             p._p.zero_grad()
         before = grad_bits(model)
         try:
-            loss.backward()
+            run(loss)
         except pydepth.NonFiniteError as err:
             assert "token_embedding.weight" in str(err)
             break
@@ -187,6 +196,69 @@ def test_an_observer_refusal_keeps_fresh_gradients_plus_zero_and_known_zero():
     fresh = DecoderModel(cfg, SplitMix64(3))
     fresh.loss(tokens, (tokens + 1) % 13).backward()
     assert same_bits(grad_bits(model), grad_bits(fresh))
+
+
+def test_a_pass_decided_in_place_gives_the_bits_of_the_plain_pass():
+    cfg = CONFIGS[1]
+    decided, plain = DecoderModel(cfg, SplitMix64(12)), DecoderModel(cfg, SplitMix64(12))
+    seen = []
+
+    def decide(adjoints):
+        # while it waits, the pass's gradients are no longer known to be +0.0
+        seen.append((known_zero(decided), all_plus_zero(decided)))
+        return True
+
+    decided.loss(batch(cfg, 1))._reverse([], commit=False, decide=decide)
+    plain.loss(batch(cfg, 1)).backward()
+    assert same_bits(grad_bits(decided), grad_bits(plain))
+    assert seen == [([False] * len(decided.parameters), False)]
+    decided.loss(batch(cfg, 2))._reverse([], commit=False, decide=decide)  # accumulates: buffered
+    plain.loss(batch(cfg, 2)).backward()
+    assert same_bits(grad_bits(decided), grad_bits(plain))
+
+
+@pytest.mark.parametrize("outcome", ["drop", "raise"])
+def test_a_pass_decided_in_place_and_dropped_leaves_every_gradient_plus_zero(outcome):
+    cfg = CONFIGS[1]
+    model = DecoderModel(cfg, SplitMix64(13))
+
+    def decide(adjoints):
+        if outcome == "raise":
+            raise KeyboardInterrupt
+        return False
+
+    loss = model.loss(batch(cfg, 1))
+    with pytest.raises(KeyboardInterrupt) if outcome == "raise" else contextlib.nullcontext():
+        loss._reverse([], commit=False, decide=decide)
+    assert all_plus_zero(model) and all(known_zero(model))
+    loss.backward()  # the lock was released and the graph is still usable
+    fresh = DecoderModel(cfg, SplitMix64(13))
+    fresh.loss(batch(cfg, 1)).backward()
+    assert same_bits(grad_bits(model), grad_bits(fresh))
+
+
+def test_decide_must_be_callable():
+    cfg = CONFIGS[0]
+    model = DecoderModel(cfg, SplitMix64(14))
+    loss = model.loss(batch(cfg, 1))
+    with pytest.raises(TypeError, match="decide must be callable"):
+        loss._record._graph.backward([], [], False, 3)
+    assert all_plus_zero(model) and all(known_zero(model))
+
+
+def test_an_observation_that_keeps_gradients_untouched_leaves_them_known_zero():
+    from pydepth.health import observe_residual_health
+    cfg = CONFIGS[1]
+    model = DecoderModel(cfg, SplitMix64(15))
+    b = batch(cfg, 1)
+    fwd = model.forward(b)
+    observe_residual_health(model, fwd, fwd.loss(), accumulate_gradients=False)
+    assert all_plus_zero(model) and all(known_zero(model))
+    fwd = model.forward(b)
+    observe_residual_health(model, fwd, fwd.loss())
+    plain = DecoderModel(cfg, SplitMix64(15))
+    plain.loss(b).backward()
+    assert same_bits(grad_bits(model), grad_bits(plain)) and not any(known_zero(model))
 
 
 INTERRUPTED_BACKWARD = """
