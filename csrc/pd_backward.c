@@ -46,8 +46,10 @@ typedef struct {
     double *final_norm_out; /* [N, W] adjoint of the final norm output */
     double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
     double *after_attn;     /* [N, W] adjoint of the current block's after_attention site */
-    double *gather;         /* [V, W] the lookup's pre-summed contribution, on touched rows */
+    double *gather;         /* [N, W] the lookup's pre-summed contribution, one row per touched id */
     uint8_t *touched;       /* [V] embedding rows the lookup reaches */
+    size_t *gather_row;     /* [V] the gather row of a touched embedding row */
+    int64_t *gather_ids;    /* [N] each position's gather row */
     block_adjoints d;
     double *arena;
 } backward_scratch;
@@ -199,6 +201,7 @@ typedef struct {
     double *head;
     const double *gather;
     const uint8_t *touched;
+    const size_t *gather_row;
 } emb_ctx;
 
 /* grad[E] = (0.0 + dE_head) + dE_gather, rows independent */
@@ -207,8 +210,8 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     const size_t W = c->W;
     for (size_t v = begin; v < end; v++) {
         double *hr = c->head + v * W;
-        const double *gr = c->gather + v * W;
-        if (c->touched[v])
+        const double *gr = c->touched[v] ? c->gather + c->gather_row[v] * W : NULL;
+        if (gr)
             for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
         else
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
@@ -218,14 +221,21 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
 /* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
 static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     const size_t N = g->N, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
-    /* gather is only defined on touched rows; elsewhere it is +0.0 and (0.0 + h) + 0.0 == 0.0 + h */
-    for (size_t p = 0; p < N; p++)
-        if (g->valid[p] && !s->touched[g->ids[p]]) {
-            s->touched[g->ids[p]] = 1;
-            memset(s->gather + (size_t)g->ids[p] * W, 0, W * sizeof(double));
+    /* one gather row per touched id (at most N, not V); untouched rows get +0.0 from the
+     * lookup, and (0.0 + h) + 0.0 == 0.0 + h */
+    size_t rows = 0;
+    for (size_t p = 0; p < N; p++) {
+        if (!g->valid[p]) continue;
+        const size_t id = (size_t)g->ids[p];
+        if (!s->touched[id]) {
+            s->touched[id] = 1;
+            s->gather_row[id] = rows;
+            memset(s->gather + rows++ * W, 0, W * sizeof(double));
         }
-    pd_embedding_backward(N, W, s->residual, g->ids, g->valid, s->gather);
-    emb_ctx ec = {W, s->grad[0], s->gather, s->touched};
+        s->gather_ids[p] = (int64_t)s->gather_row[id];
+    }
+    pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
+    emb_ctx ec = {W, s->grad[0], s->gather, s->touched, s->gather_row};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
@@ -355,19 +365,22 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_pl
     s->grad = calloc(np ? np : 1, sizeof(double *));
     s->direct = calloc(np ? np : 1, 1);
     s->touched = calloc(V, 1);
-    if (!s->grad || !s->direct || !s->touched) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
+    s->gather_row = malloc(V * sizeof(size_t));
+    s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
+    if (!s->grad || !s->direct || !s->touched || !s->gather_row || !s->gather_ids)
+        return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
     size_t total = 0;
     for (size_t i = 0; i < np; i++) {
         s->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
         if (!s->direct[i]) total += m->params[i]->size;
     }
-    total += V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    total += N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
     s->arena = pd_buf_get(total, 0, e);
     if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
     for (size_t i = 0; i < np; i++)
         s->grad[i] = s->direct[i] ? m->params[i]->grad : carve(&p, m->params[i]->size);
-    s->gather = carve(&p, V * W);
+    s->gather = carve(&p, N * W);
     s->residual = carve(&p, N * W);
     s->after_attn = carve(&p, N * W);
     s->final_norm_out = carve(&p, N * W);
@@ -397,6 +410,8 @@ static void scratch_free(backward_scratch *s) {
     free(s->grad);
     free(s->direct);
     free(s->touched);
+    free(s->gather_row);
+    free(s->gather_ids);
     pd_buf_put(s->arena);
 }
 
