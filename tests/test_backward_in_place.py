@@ -290,3 +290,31 @@ def test_an_interrupted_fresh_pass_leaves_every_gradient_plus_zero(tmp_path):
     first, second = out.stdout.split("\n")[:2]
     assert first == "interrupted", out.stdout  # the pass over 40 blocks takes about a second
     assert second == "plus-zero True True", out.stdout
+
+
+def test_a_parameter_in_two_slots_gets_both_contributions():
+    """A table naming one buffer twice (possible through the private _Model) keeps a separate
+    contribution per slot: in place, the second slot would overwrite the first."""
+    from pydepth import _core
+    cfg = CONFIGS[0]
+    source = DecoderModel(cfg, SplitMix64(16))
+    names = [p.name for p in source.parameters]
+    gate, up = names.index("blocks.0.ffn.gate.weight"), names.index("blocks.0.ffn.up.weight")
+
+    def shared_table():
+        params = [p._p for p in DecoderModel(cfg, SplitMix64(16)).parameters]
+        params[up] = params[gate]
+        return params
+
+    ids = np.array([[1, 2, 3, 4]], dtype=np.int64)
+    targets = np.array([2, 3, 4, 5], dtype=np.int64)
+    grads = []
+    for commit in (True, False):
+        params = shared_table()
+        graph = _core._Graph(_core._Model(cfg._core_tuple(), params), ids)
+        graph.attach_loss(targets)
+        graph.backward([], [], commit)
+        if not commit:
+            graph.commit()
+        grads.append(np.asarray(params[gate].grad_view()).view(np.uint64).copy())
+    assert np.array_equal(grads[0], grads[1])
