@@ -41,12 +41,15 @@ typedef struct {
 /* Everything one reverse pass writes, carved from one pooled arena. */
 typedef struct {
     double **grad;          /* [n_params]: this pass's contribution to each parameter gradient */
-    double *logits;         /* [N, V] adjoint of the logits */
+    uint8_t *direct;        /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
+    double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
     double *final_norm_out; /* [N, W] adjoint of the final norm output */
     double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
     double *after_attn;     /* [N, W] adjoint of the current block's after_attention site */
-    double *gather;         /* [V, W] the lookup's pre-summed contribution, on touched rows */
+    double *gather;         /* [N, W] the lookup's pre-summed contribution, one row per touched id */
     uint8_t *touched;       /* [V] embedding rows the lookup reaches */
+    size_t *gather_row;     /* [V] the gather row of a touched embedding row */
+    int64_t *gather_ids;    /* [N] each position's gather row */
     block_adjoints d;
     double *arena;
 } backward_scratch;
@@ -88,13 +91,31 @@ static void norm_backward(const pd_graph *g, const double *u, const double *x, c
                         r->normalized, g->valid, res, out, dgain, cap_n, cap_r, cap_m);
 }
 
-/* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. */
-static pd_status head_backward(const pd_graph *g, const selection *sel, backward_scratch *s,
+/* The saved softmax again when an earlier pass wrote its logits adjoint over it: the same
+ * deterministic forward, so the same bits. */
+static pd_status prob_ready(pd_graph *g, pd_error *e) {
+    if (!g->prob_spent) return PD_OK;
+    const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
+    size_t count;
+    if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
+    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, g->prob, nll, &loss, &count, e);
+    free(nll);
+    if (st == PD_OK) g->prob_spent = 0;
+    return st;
+}
+
+/* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
+ * logits adjoint overwrites the saved softmax, its only reader. */
+static pd_status head_backward(pd_graph *g, const selection *sel, backward_scratch *s,
                                pd_error *e) {
     const pd_model *m = g->model;
     const size_t B = g->B, T = g->T, N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
     const double *E = m->params[0]->value, one = 1.0;
     capture(sel, -1, PD_N_LOSS, &one, 1);
+    PD_TRY(prob_ready(g, e));
+    s->logits = g->prob;
+    g->prob_spent = 1;
     pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
@@ -180,6 +201,7 @@ typedef struct {
     double *head;
     const double *gather;
     const uint8_t *touched;
+    const size_t *gather_row;
 } emb_ctx;
 
 /* grad[E] = (0.0 + dE_head) + dE_gather, rows independent */
@@ -188,8 +210,8 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     const size_t W = c->W;
     for (size_t v = begin; v < end; v++) {
         double *hr = c->head + v * W;
-        const double *gr = c->gather + v * W;
-        if (c->touched[v])
+        const double *gr = c->touched[v] ? c->gather + c->gather_row[v] * W : NULL;
+        if (gr)
             for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
         else
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
@@ -199,49 +221,71 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
 /* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
 static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     const size_t N = g->N, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
-    /* gather is only defined on touched rows; elsewhere it is +0.0 and (0.0 + h) + 0.0 == 0.0 + h */
-    for (size_t p = 0; p < N; p++)
-        if (g->valid[p] && !s->touched[g->ids[p]]) {
-            s->touched[g->ids[p]] = 1;
-            memset(s->gather + (size_t)g->ids[p] * W, 0, W * sizeof(double));
+    /* one gather row per touched id (at most N, not V); untouched rows get +0.0 from the
+     * lookup, and (0.0 + h) + 0.0 == 0.0 + h */
+    size_t rows = 0;
+    for (size_t p = 0; p < N; p++) {
+        if (!g->valid[p]) continue;
+        const size_t id = (size_t)g->ids[p];
+        if (!s->touched[id]) {
+            s->touched[id] = 1;
+            s->gather_row[id] = rows;
+            memset(s->gather + rows++ * W, 0, W * sizeof(double));
         }
-    pd_embedding_backward(N, W, s->residual, g->ids, g->valid, s->gather);
-    emb_ctx ec = {W, s->grad[0], s->gather, s->touched};
+        s->gather_ids[p] = (int64_t)s->gather_row[id];
+    }
+    pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
+    emb_ctx ec = {W, s->grad[0], s->gather, s->touched, s->gather_row};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
 #define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
 
+/* A direct contribution (written into a gradient of +0.0) commits as grad = 0.0 + c: the bits
+ * of (+0.0) + c on the buffered path, -0.0 included. */
 typedef struct {
     double *grad;
     const double *adj;
+    int direct;
     int bad;
 } grad_ctx;
 
 static void grad_check_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
     uint64_t any = 0;
-    for (size_t x = begin; x < end; x++)
-        any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
+    if (c->direct)
+        for (size_t x = begin; x < end; x++) any |= pd_nonfinite_bit(c->grad[x]);
+    else
+        for (size_t x = begin; x < end; x++)
+            any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
     if (any >> 63) c->bad = 1;
 }
 
 static void grad_commit_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
-    for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+    if (c->direct)
+        for (size_t x = begin; x < end; x++) c->grad[x] = 0.0 + c->grad[x];
+    else
+        for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
 }
 
 typedef struct {
     const pd_model *m;
     double *const *contribution;
-    uint8_t *bad; /* per parameter */
+    const uint8_t *direct; /* per parameter, or NULL */
+    uint8_t *bad;          /* per parameter */
 } commit_ctx;
+
+static grad_ctx grad_ctx_of(const commit_ctx *c, size_t i) {
+    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->direct && c->direct[i], 0};
+    return gc;
+}
 
 /* Parameters [begin, end): each one's elements, split further only when it is large alone. */
 static void check_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        grad_ctx gc = grad_ctx_of(c, i);
         pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_check_task, &gc);
         c->bad[i] = (uint8_t)gc.bad;
     }
@@ -250,27 +294,30 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
 static void commit_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], 0};
+        grad_ctx gc = grad_ctx_of(c, i);
         pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_commit_task, &gc);
     }
 }
 
 /* Adds every contribution to its stored gradient, only when every result is finite (§6.5).
- * The parameters go to the pool as one job: most are too small to split on their own. */
-static pd_status commit_gradients(const pd_model *m, double *const *contribution, pd_error *e) {
+ * The parameters go to the pool as one job: most are too small to split on their own. A
+ * committed gradient is no longer known to be +0.0. */
+static pd_status commit_gradients(const pd_model *m, double *const *contribution,
+                                  const uint8_t *direct, pd_error *e) {
     const size_t np = m->n_params;
     size_t total = 0;
     for (size_t i = 0; i < np; i++) total += m->params[i]->size;
     const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
     uint8_t *bad = calloc(np ? np : 1, 1);
     if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    commit_ctx cc = {m, contribution, bad};
+    commit_ctx cc = {m, contribution, direct, bad};
     pd_parallel_for(np, grain, check_params_task, &cc);
     for (size_t i = 0; i < np; i++) {
         if (!bad[i]) continue;
         const pd_param *q = m->params[i];
+        const int d = direct && direct[i];
         for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = q->grad[x] + contribution[i][x];
+            const double nv = d ? 0.0 + q->grad[x] : q->grad[x] + contribution[i][x];
             if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
                 free(bad);
                 return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
@@ -279,7 +326,27 @@ static pd_status commit_gradients(const pd_model *m, double *const *contribution
     }
     free(bad);
     pd_parallel_for(np, grain, commit_params_task, &cc);
+    for (size_t i = 0; i < np; i++) m->params[i]->grad_zero = 0;
     return PD_OK;
+}
+
+/* A refused or dropped pass leaves its direct gradients as it found them: +0.0. */
+static void restore_direct(const pd_model *m, const backward_scratch *s) {
+    if (!s->direct) return;
+    for (size_t i = 0; i < m->n_params; i++)
+        if (s->direct[i]) {
+            memset(m->params[i]->grad, 0, m->params[i]->size * sizeof(double));
+            m->params[i]->grad_zero = 1;
+        }
+}
+
+/* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
+ * the table names the same parameter (each slot's contribution needs its own buffer then). */
+static int direct_ok(const pd_model *m, size_t i) {
+    if (!m->params[i]->grad_zero) return 0;
+    for (size_t j = 0; j < m->n_params; j++)
+        if (j != i && m->params[j] == m->params[i]) return 0;
+    return 1;
 }
 
 static double *carve(double **p, size_t n) {
@@ -288,23 +355,32 @@ static double *carve(double **p, size_t n) {
     return out;
 }
 
-/* One pooled arena, not zeroed: every buffer is fully written before it is read. */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error *e) {
+/* One pooled arena, not zeroed: every buffer is fully written before it is read. With
+ * in_place, a parameter whose gradient is +0.0 takes its contribution in its gradient. */
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_place, pd_error *e) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
     const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width, np = m->n_params;
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
     memset(s, 0, sizeof *s);
-    s->grad = calloc(np, sizeof(double *));
+    s->grad = calloc(np ? np : 1, sizeof(double *));
+    s->direct = calloc(np ? np : 1, 1);
     s->touched = calloc(V, 1);
-    total += N * V + V * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    s->gather_row = malloc(V * sizeof(size_t));
+    s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
+    if (!s->grad || !s->direct || !s->touched || !s->gather_row || !s->gather_ids)
+        return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
+    size_t total = 0;
+    for (size_t i = 0; i < np; i++) {
+        s->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
+        if (!s->direct[i]) total += m->params[i]->size;
+    }
+    total += N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
     s->arena = pd_buf_get(total, 0, e);
-    if (!s->grad || !s->touched || !s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
+    if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
-    for (size_t i = 0; i < np; i++) s->grad[i] = carve(&p, m->params[i]->size);
-    s->logits = carve(&p, N * V);
-    s->gather = carve(&p, V * W);
+    for (size_t i = 0; i < np; i++)
+        s->grad[i] = s->direct[i] ? m->params[i]->grad : carve(&p, m->params[i]->size);
+    s->gather = carve(&p, N * W);
     s->residual = carve(&p, N * W);
     s->after_attn = carve(&p, N * W);
     s->final_norm_out = carve(&p, N * W);
@@ -332,7 +408,10 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_error 
 
 static void scratch_free(backward_scratch *s) {
     free(s->grad);
+    free(s->direct);
     free(s->touched);
+    free(s->gather_row);
+    free(s->gather_ids);
     pd_buf_put(s->arena);
 }
 
@@ -357,45 +436,53 @@ static pd_status backward_ready(const pd_graph *g, pd_error *e) {
 
 void pd_graph_discard(pd_graph *g) {
     if (!g->pending) return;
+    restore_direct(g->model, g->pending);
     scratch_free(g->pending);
     free(g->pending);
     g->pending = NULL;
 }
 
-/* The finished scratch of an uncommitted pass moves to the graph until commit or discard. */
+/* The finished scratch of an uncommitted pass moves to the graph until commit or discard; its
+ * direct gradients are no longer +0.0, so no other pass writes into them meanwhile. */
 static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
     backward_scratch *kept = malloc(sizeof *kept);
     if (!kept) {
+        restore_direct(g->model, s);
         scratch_free(s);
         return pd_fail(e, PD_ERR_ALLOC, sizeof *kept, 0.0, -1, -1);
     }
     *kept = *s;
     pd_graph_discard(g);
+    for (size_t i = 0; i < g->model->n_params; i++)
+        if (kept->direct[i]) g->model->params[i]->grad_zero = 0;
     g->pending = kept;
     return PD_OK;
 }
 
 pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
-    if (!g->pending) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
+    backward_scratch *s = g->pending;
+    if (!s) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
     pd_status st = backward_ready(g, e);
-    if (st == PD_OK) st = commit_gradients(g->model, ((backward_scratch *)g->pending)->grad, e);
+    if (st == PD_OK) st = commit_gradients(g->model, s->grad, s->direct, e);
+    if (st == PD_OK) memset(s->direct, 0, g->model->n_params); /* committed: nothing to write back */
     pd_graph_discard(g);
     return st;
 }
 
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                             double **out, uint8_t *found, pd_error *e) {
-    return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, 1, e);
+    return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, PD_PASS_COMMIT, e);
 }
 
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                                 double **out, uint8_t *found, int commit, pd_error *e) {
+                                 double **out, uint8_t *found, int mode, pd_error *e) {
+    if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
     pd_status st = backward_ready(g, e);
     if (st != PD_OK) return st;
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
     backward_scratch s;
-    st = scratch_alloc(&s, g, e);
+    st = scratch_alloc(&s, g, mode != PD_PASS_WAIT, e);
     if (st == PD_OK) st = head_backward(g, &sel, &s, e);
     for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
         /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
@@ -406,8 +493,9 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
         capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
         embedding_backward(g, &s);
     }
-    if (st == PD_OK && !commit) return keep_pending(g, &s, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s.grad, e);
+    if (st == PD_OK && mode != PD_PASS_COMMIT) return keep_pending(g, &s, e);
+    if (st == PD_OK) st = commit_gradients(g->model, s.grad, s.direct, e);
+    if (st != PD_OK) restore_direct(g->model, &s);
     scratch_free(&s);
     return st;
 }

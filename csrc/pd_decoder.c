@@ -461,6 +461,7 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     pd_buf_put(g->prob);
     free(g->nll);
     g->prob = prob;
+    g->prob_spent = 0;
     g->nll = nll;
     g->loss = loss;
     g->n_targets = count;

@@ -18,6 +18,7 @@ typedef struct pd_param_s {
     double *grad;
     size_t size;
     uint64_t revision;
+    int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and the commit */
 } pd_param;
 
 /* Per-block parameter slots, in declaration order (index 1 + 9*b + k). */
@@ -73,6 +74,7 @@ typedef struct {
     pd_norm_rec final_norm;
     double *logits;      /* [N, V] */
     double *prob;        /* [N, V] once a loss is attached */
+    int prob_spent;      /* prob holds a reverse pass's logits adjoint; the next pass recomputes it */
     double *nll;         /* [N] per-target NLL once a loss is attached */
     int64_t *targets;
     int has_loss;

@@ -71,6 +71,7 @@ cdef extern from "pd_decoder.h":
         double *grad
         size_t size
         uint64_t revision
+        int grad_zero
     ctypedef struct pd_model:
         pd_config cfg
         size_t head_width, kv_width, n_params
@@ -100,7 +101,11 @@ cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil
     pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
-                                     double **out, uint8_t *found, int commit, pd_error *e) nogil
+                                     double **out, uint8_t *found, int mode, pd_error *e) nogil
+    enum:
+        PD_PASS_WAIT
+        PD_PASS_COMMIT
+        PD_PASS_WAIT_IN_PLACE
     pd_status pd_graph_commit(pd_graph *g, pd_error *e) nogil
     void pd_graph_discard(pd_graph *g) nogil
 
@@ -122,3 +127,7 @@ cdef extern from "optim/pd_adamw.h":
     pd_status pd_adamw_check(const pd_adamw_hparams *h, pd_error *e)
     pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h,
                             uint64_t step, pd_error *e) nogil
+
+cdef extern from "pd_grad.h":
+    void pd_grad_zero(pd_param *p) nogil
+    void pd_grad_set(pd_param *p, const double *src) nogil

@@ -316,6 +316,7 @@ cdef class _Param:
         self.p.value = <double *>calloc(n if n else 1, sizeof(double))
         self.p.grad = <double *>calloc(n if n else 1, sizeof(double))
         self.p.revision = 0
+        self.p.grad_zero = 1  # calloc: every gradient element is +0.0
         if self.p.value == NULL or self.p.grad == NULL:
             raise MemoryError(f"cannot allocate a parameter of shape {shape}")
 
@@ -364,7 +365,7 @@ cdef class _Param:
         cdef _LockSet held = self._locks()
         with nogil:
             held.acquire()
-            memset(self.p.grad, 0, self.p.size * sizeof(double))
+            pd_grad_zero(&self.p)
             held.release()
 
     def restore(self, const double[::1] values not None, const double[::1] grads not None,
@@ -378,9 +379,15 @@ cdef class _Param:
             held.acquire()
             if self.p.size:
                 memcpy(self.p.value, &values[0], self.p.size * sizeof(double))
-                memcpy(self.p.grad, &grads[0], self.p.size * sizeof(double))
+                pd_grad_set(&self.p, &grads[0])
             self.p.revision = revision
             held.release()
+
+    @property
+    def grad_known_zero(self):
+        """Whether the core knows every gradient element is +0.0 (a fresh or zeroed gradient):
+        the next committing reverse pass then writes its contributions in place."""
+        return bool(self.p.grad_zero)
 
     def grad_is_zero(self):
         cdef size_t i
@@ -491,7 +498,7 @@ cdef class _Model:
         with nogil:
             self.grad_lock.acquire()
             for i in range(n):
-                memset(self.ptrs[i].grad, 0, self.ptrs[i].size * sizeof(double))
+                pd_grad_zero(self.ptrs[i])
             self.grad_lock.release()
 
 
@@ -620,12 +627,20 @@ cdef class _Graph:
             return None
         return tuple(dims[i] for i in range(rank))
 
-    def backward(self, list selected not None, list outputs not None, bint commit=True):
+    def backward(self, list selected not None, list outputs not None, bint commit=True, decide=None):
         """Reverse pass; selected is [(block, kind)], outputs the matching float64 buffers.
         Returns a list of found flags. With commit=False the parameter adjoints wait on the
-        graph for commit()."""
+        graph for commit(). With decide (a callable; commit is ignored) the pass waits inside
+        the gradients known to be +0.0 while the model's lock stays held, decide(found) runs,
+        and the pass is committed when it returns true and dropped when it returns false or
+        raises; decide must not take the model's lock (no backward, zero_grad or assign)."""
         cdef pd_error e
         cdef pd_status st
+        cdef bint hold = decide is not None
+        cdef bint locked = False, waiting = False
+        cdef int mode = PD_PASS_WAIT_IN_PLACE if hold else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
+        if hold and not callable(decide):
+            raise TypeError(f"decide must be callable, got {type(decide).__name__}")
         cdef size_t n = len(selected), rank, size
         cdef size_t dims[4]
         cdef int *blocks
@@ -660,11 +675,25 @@ cdef class _Graph:
                 outs[i] = &buf[0]
             with nogil:
                 self.model.grad_lock.acquire()
-                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, commit, &e)
-                self.model.grad_lock.release()
+                locked = True
+                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, mode, &e)
+                waiting = hold and st == PD_OK
+                if not waiting:
+                    self.model.grad_lock.release()
+                    locked = False
             _check_status(st, &e)
-            return [bool(found[i]) for i in range(n)]
+            flags = [bool(found[i]) for i in range(n)]
+            if waiting and decide(flags):
+                with nogil:
+                    st = pd_graph_commit(&self.g, &e)
+                _check_status(st, &e)
+            return flags
         finally:
+            if locked:
+                with nogil:
+                    if waiting:
+                        pd_graph_discard(&self.g)  # still waiting: dropped, +0.0 written back
+                    self.model.grad_lock.release()
             free(blocks); free(kinds); free(outs); free(found)
             self._leave()
 

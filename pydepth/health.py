@@ -393,19 +393,6 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
     return mask
 
 
-def _site_adjoints(loss: GraphValue, sites: Sequence[GraphValue]) -> List[np.ndarray]:
-    """One reverse pass returning each site's completed adjoint; its parameter contributions
-    wait on the graph (loss._commit() or loss._discard()) until every check has passed."""
-    adjoints = loss._reverse(sites, commit=False)
-    out = []
-    for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
-        if adjoint is None:
-            loss._discard()
-            raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
-        out.append(adjoint)
-    return out
-
-
 def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue,
                             valid: Optional[Any] = None, *, band: BandLike = None,
                             accumulate_gradients: bool = True) -> DepthHealthReport:
@@ -433,10 +420,15 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
                    valid_feature_rms(blk.feed_forward_output.value, mask, what=blk.feed_forward_output.name))
                   for blk in fwd.blocks]
     _positive_normalizer(activations[0], _A0)
-    adjoints = _site_adjoints(loss, sites)
-    try:
+    reports: List[DepthHealthReport] = []
+
+    def decide(adjoints: List[Optional[np.ndarray]]) -> bool:
+        """Every check on the site adjoints, run while the pass waits: a refusal (a missing
+        adjoint, G_2L = 0, ...) drops the pass and leaves every gradient as it was."""
         gradients = []
         for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
+            if adjoint is None:
+                raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
             if tuple(adjoint.shape) != tuple(site.shape):
                 raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
             gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
@@ -445,14 +437,10 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
                             attention_norm_gain=_gain(model, f"blocks.{b}.attention_norm.gain"),
                             feed_forward_norm_gain=_gain(model, f"blocks.{b}.ffn_norm.gain"))
             for b, (att, ffn) in enumerate(branch_rms))
-        report = health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
-                                        width=model.config.model_width, band=low_high,
-                                        branches=branches, final_norm_gain=_gain(model, "final_norm.gain"))
-    except BaseException:
-        loss._discard()  # a refusal (G_2L = 0, ...) leaves every gradient as it was
-        raise
-    if accumulate_gradients:
-        loss._commit()
-    else:
-        loss._discard()
-    return report
+        reports.append(health_report_from_rms(activations, gradients, valid_positions=int(mask.sum()),
+                                              width=model.config.model_width, band=low_high,
+                                              branches=branches, final_norm_gain=_gain(model, "final_norm.gain")))
+        return accumulate_gradients
+
+    loss._reverse(sites, commit=False, decide=decide)
+    return reports[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -198,9 +198,14 @@ class GraphValue:
         values (None for a value that is not in this loss's graph)."""
         return self._reverse(selected, commit=True)
 
-    def _reverse(self, selected: Sequence["GraphValue"], *, commit: bool) -> List[Optional[np.ndarray]]:
+    def _reverse(self, selected: Sequence["GraphValue"], *, commit: bool,
+                 decide: Optional[Callable[[List[Optional[np.ndarray]]], bool]] = None
+                 ) -> List[Optional[np.ndarray]]:
         """The reverse pass; with commit=False the parameter contributions wait on the graph
-        for _commit() (or are dropped by _discard()) so a caller can check adjoints first."""
+        for _commit() (or are dropped by _discard()) so a caller can check adjoints first.
+        With decide, decide(adjoints) runs while the pass waits (in the gradients known to be
+        +0.0, under the model's lock) and the pass is committed if it returns True, dropped if
+        it returns False or raises; decide must not touch the model's gradients or values."""
         if self._kind != _nodes.LOSS:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
@@ -218,14 +223,19 @@ class GraphValue:
                 wanted.append((v._block, v._kind))
                 buffers.append(buf)
                 where.append((i, shape))
+
+        def collect(found: List[bool]) -> List[Optional[np.ndarray]]:
+            for (i, shape), buf, ok in zip(where, buffers, found):
+                if ok:
+                    results[i] = buf.reshape(shape)
+            return results
+
+        hook = None if decide is None else (lambda found: decide(collect(found)))
         try:
-            found = rec._graph.backward(wanted, buffers, commit)
+            found = rec._graph.backward(wanted, buffers, commit, hook)
         except _core.CoreError as err:
             raise_core(err, param_names=[p.name for p in rec.model.parameters])
-        for (i, shape), buf, ok in zip(where, buffers, found):
-            if ok:
-                results[i] = buf.reshape(shape)
-        return results
+        return collect(found)
 
     def _commit(self) -> None:
         """Adds the waiting pass of _reverse(commit=False) to the parameter gradients."""

@@ -251,24 +251,30 @@ def test_missing_adjoint_and_adjoint_geometry(monkeypatch):
     loss = fwd.loss(TARGETS)
     real = pydepth.GraphValue._reverse
 
-    def drop_site_three(self, selected, **kw):
-        out = real(self, selected, **kw)
-        out[3] = None
-        return out
+    def altering(change):
+        """_reverse with the observer's checks seeing the adjoints after change(adjoints)."""
+        def reverse(self, selected, *, decide, **kw):
+            return real(self, selected, decide=lambda adjoints: decide(change(adjoints)), **kw)
+        return reverse
 
-    monkeypatch.setattr(pydepth.GraphValue, "_reverse", drop_site_three)
+    def drop_site_three(adjoints):
+        adjoints[3] = None
+        return adjoints
+
+    monkeypatch.setattr(pydepth.GraphValue, "_reverse", altering(drop_site_three))
     with pytest.raises(MissingAdjointError, match="site 3 .block.1.after_attention"):
         observe_residual_health(model, fwd, loss)
+    assert all(np.all(g == 0) for g in grad_bits(model))
 
-    def reshape_site_one(self, selected, **kw):
-        out = real(self, selected, **kw)
-        out[1] = out[1].reshape(-1)
-        return out
+    def reshape_site_one(adjoints):
+        adjoints[1] = adjoints[1].reshape(-1)
+        return adjoints
 
-    monkeypatch.setattr(pydepth.GraphValue, "_reverse", reshape_site_one)
+    monkeypatch.setattr(pydepth.GraphValue, "_reverse", altering(reshape_site_one))
     fwd = model.forward(TOKENS)
     with pytest.raises(InvalidGeometryError, match="site 1"):
         observe_residual_health(model, fwd, fwd.loss(TARGETS))
+    assert all(np.all(g == 0) for g in grad_bits(model))
 
 
 def _with(model, name, values):

@@ -192,9 +192,10 @@ static void nll_back_rows(void *vctx, size_t begin, size_t end) {
             for (size_t cl = 0; cl < V; cl++) d[cl] = 0.0;
             continue;
         }
-        for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * c->scale);
         const size_t t = (size_t)c->tgt[g]; /* the subtraction happens only at the target */
-        d[t] = pd_canon((p[t] - 1.0) * c->scale);
+        const double pt = p[t];              /* read first: dlog may overwrite prob in place */
+        for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * c->scale);
+        d[t] = pd_canon((pt - 1.0) * c->scale);
     }
 }
 

@@ -10,6 +10,7 @@
 pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
                          const uint8_t *valid, double *prob, double *per_target, double *loss,
                          size_t *count, pd_error *e);
+/* dlog may be prob itself (the adjoint written over the saved softmax). */
 void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
                      const uint8_t *valid, size_t count, double *dlog);
 

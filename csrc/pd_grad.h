@@ -1,0 +1,13 @@
+/* A parameter's gradient writers outside the reverse pass (pd_grad.c). Each keeps
+ * pd_param.grad_zero true only while every gradient element is +0.0, so the reverse pass may
+ * write its contributions straight into such a gradient (pd_backward.c). */
+#ifndef PD_GRAD_H
+#define PD_GRAD_H
+#include "pd_decoder.h"
+
+/* Every element to +0.0. */
+void pd_grad_zero(pd_param *p);
+/* Copies p->size values from src (a restore); the flag holds only if they are all +0.0. */
+void pd_grad_set(pd_param *p, const double *src);
+
+#endif
