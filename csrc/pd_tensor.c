@@ -44,7 +44,7 @@ pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_err
 
 int pd_all_finite(const double *x, size_t n, size_t *where) {
     finite_ctx c = {x, 0};
-    pd_parallel_for(n, 65536, finite_task, &c);
+    pd_parallel_for(n, PD_SCAN_GRAIN, finite_task, &c);
     if (!c.bad) return 1;
     for (size_t i = 0; i < n; i++) { /* the first offending index, as a serial scan finds it */
         if (!isfinite(x[i])) {
