@@ -61,8 +61,8 @@ int pd_all_finite(const double *x, size_t n, size_t *where) {
     const pd_isa isa = pd_current_isa();
     c.scan = isa == PD_ISA_AVX512 ? scan_avx512 : isa == PD_ISA_AVX2 ? scan_avx2 : scan;
 #endif
-    if (n <= 65536) finite_task(&c, 0, n); /* one chunk: no pool round trip */
-    else pd_parallel_for(n, 65536, finite_task, &c);
+    if (n <= PD_SCAN_GRAIN) finite_task(&c, 0, n); /* one chunk: no pool round trip */
+    else pd_parallel_for(n, PD_SCAN_GRAIN, finite_task, &c);
     if (!c.bad) return 1;
     for (size_t i = 0; i < n; i++) { /* the first offending index, as a serial scan finds it */
         if (!isfinite(x[i])) {

@@ -15,6 +15,9 @@
 #include "../platform/pd_cpu.h"
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
+#if PD_ARCH_X86_64
+#include <emmintrin.h>
+#endif
 
 /* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
  * gemm_small.c were faster below 64x64x64 on AVX2 and AVX-512, about even there (measured by
@@ -115,6 +118,36 @@ int pd_force_kernel_path(const char *name) {
 
 /* ---- packing: zero-padded tiles, so edge slivers only produce discarded outputs ------ */
 
+/* The gathers below move 2x2 blocks: two stored rows, each contiguous in k, give two
+ * consecutive packed rows of a pair of lanes (SSE2, part of every x86-64). Twice as few
+ * memory operations as element copies; packing is a copy, so bits are untouched. */
+#if PD_ARCH_X86_64
+static size_t gather_pairs(size_t kb, const double *src, size_t ld, size_t lanes, double *dst, int w) {
+    size_t k = 0;
+    for (; k + 2 <= kb; k += 2, dst += 2 * (size_t)w)
+        for (size_t l = 0; l < lanes; l += 2) {
+            const __m128d r0 = _mm_loadu_pd(src + l * ld + k), r1 = _mm_loadu_pd(src + (l + 1) * ld + k);
+            _mm_storeu_pd(dst + l, _mm_unpacklo_pd(r0, r1));
+            _mm_storeu_pd(dst + w + l, _mm_unpackhi_pd(r0, r1));
+        }
+    return k;
+}
+#endif
+
+/* dst[k*w + l] = src[l*ld + k] for k < kb, l < lanes, zero for lanes..w-1: lanes are stored
+ * rows contiguous in k (an A sliver, or the panel of a transposed B). */
+static void gather(size_t kb, const double *src, size_t ld, size_t lanes, double *dst, int w) {
+    size_t k = 0;
+#if PD_ARCH_X86_64
+    if (lanes == (size_t)w && w % 2 == 0) k = gather_pairs(kb, src, ld, lanes, dst, w);
+#endif
+    for (dst += k * (size_t)w; k < kb; k++, dst += w) {
+        size_t l = 0;
+        for (; l < lanes; l++) dst[l] = src[l * ld + k];
+        for (; l < (size_t)w; l++) dst[l] = 0.0;
+    }
+}
+
 /* dst[s*kb*mr + k*mr + i] = A(i0+i, k) for sliver s starting at row i0 = s*mr */
 static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa, double *dst, int mr) {
     for (size_t i0 = 0; i0 < mb; i0 += (size_t)mr) {
@@ -126,6 +159,9 @@ static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa
                 for (; i < rows; i++) dst[i] = a[k * csa + i];
                 for (; i < (size_t)mr; i++) dst[i] = 0.0;
             }
+        } else if (csa == 1) {
+            gather(kb, a, rsa, rows, dst, mr);
+            dst += kb * (size_t)mr;
         } else {
             for (size_t k = 0; k < kb; k++, dst += mr) {
                 size_t i = 0;
@@ -147,7 +183,10 @@ static void pack_b(size_t kb, size_t nb, const double *B, size_t rsb, size_t csb
                 for (; j < cols; j++) dst[j] = b[k * rsb + j];
                 for (; j < (size_t)nr; j++) dst[j] = 0.0;
             }
-        } else { /* transposed B: gather nr rows of the stored matrix in step */
+        } else if (rsb == 1) { /* transposed B: nr stored rows, each contiguous in k */
+            gather(kb, b, csb, cols, dst, nr);
+            dst += kb * (size_t)nr;
+        } else {
             for (size_t k = 0; k < kb; k++, dst += nr) {
                 size_t j = 0;
                 for (; j < cols; j++) dst[j] = b[j * csb + k * rsb];

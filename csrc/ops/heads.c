@@ -34,10 +34,10 @@ static void merge_rows(void *vctx, size_t begin, size_t end) {
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
     heads_ctx c = {T, Hn, D, x, heads};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), split_rows, &c);
+    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), split_rows, &c);
 }
 
 void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
     heads_ctx c = {T, Hn, D, heads, x};
-    pd_parallel_for(B * T, 1 + 16384 / (Hn * D + 1), merge_rows, &c);
+    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), merge_rows, &c);
 }

@@ -66,5 +66,5 @@ void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
                    const double *sin_t, const double *cos_t, const double *in, double *out,
                    int inverse) {
     rope_ctx c = {Hn, T, D, pos, sin_t, cos_t, in, out};
-    pd_parallel_for(B * Hn * T, 1 + 16384 / (D ? D : 1), inverse ? unrotate_rows : rotate_rows, &c);
+    pd_parallel_for(B * Hn * T, 1 + PD_EW_GRAIN / (D ? D : 1), inverse ? unrotate_rows : rotate_rows, &c);
 }

@@ -6,8 +6,6 @@
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
 
-#define EW_GRAIN 16384 /* elements per chunk: below this a wake-up costs more than the loop */
-
 typedef struct {
     const double *x;
     double *sg, *out;
@@ -34,7 +32,7 @@ static void silu_task(void *vctx, size_t begin, size_t end) {
 
 void pd_silu_forward(size_t n, const double *x, double *sg, double *out) {
     silu_ctx c = {x, sg, out};
-    pd_parallel_for(n, EW_GRAIN, silu_task, &c);
+    pd_parallel_for(n, PD_EW_GRAIN, silu_task, &c);
 }
 
 typedef struct {
@@ -54,12 +52,12 @@ static void mul_task(void *vctx, size_t begin, size_t end) {
 
 void pd_add_vec(size_t n, const double *a, const double *b, double *out) {
     pair_ctx c = {a, b, out};
-    pd_parallel_for(n, EW_GRAIN, add_task, &c);
+    pd_parallel_for(n, PD_EW_GRAIN, add_task, &c);
 }
 
 void pd_mul_vec(size_t n, const double *a, const double *b, double *out) {
     pair_ctx c = {a, b, out};
-    pd_parallel_for(n, EW_GRAIN, mul_task, &c);
+    pd_parallel_for(n, PD_EW_GRAIN, mul_task, &c);
 }
 
 typedef struct {
@@ -82,5 +80,5 @@ void pd_swiglu_backward(size_t n, const double *d_pr, const double *up, const do
                         const double *sg, const double *gl, double *d_gs, double *d_up,
                         double *d_gl) {
     swiglu_back_ctx c = {d_pr, up, gs, sg, gl, d_gs, d_up, d_gl};
-    pd_parallel_for(n, EW_GRAIN, swiglu_back_task, &c);
+    pd_parallel_for(n, PD_EW_GRAIN, swiglu_back_task, &c);
 }
