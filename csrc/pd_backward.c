@@ -343,10 +343,7 @@ static void restore_direct(const pd_model *m, const backward_scratch *s) {
 /* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
  * the table names the same parameter (each slot's contribution needs its own buffer then). */
 static int direct_ok(const pd_model *m, size_t i) {
-    if (!m->params[i]->grad_zero) return 0;
-    for (size_t j = 0; j < m->n_params; j++)
-        if (j != i && m->params[j] == m->params[i]) return 0;
-    return 1;
+    return m->params[i]->grad_zero && !m->shared[i];
 }
 
 static double *carve(double **p, size_t n) {

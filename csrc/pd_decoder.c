@@ -127,6 +127,35 @@ pd_status pd_params_check(const pd_config *c, pd_param *const *params, size_t n,
     return PD_OK;
 }
 
+static int by_address(const void *a, const void *b) {
+    const uintptr_t x = (uintptr_t)*(pd_param *const *)a, y = (uintptr_t)*(pd_param *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* shared[i] = 1 when another slot of the table names params[i] too (by a sorted copy). */
+static pd_status mark_shared(pd_model *m, pd_error *e) {
+    const size_t n = m->n_params;
+    pd_param **sorted = malloc((n ? n : 1) * sizeof *sorted);
+    m->shared = calloc(n ? n : 1, 1);
+    if (!sorted || !m->shared) {
+        free(sorted);
+        return pd_fail(e, PD_ERR_ALLOC, n, 0.0, -1, -1);
+    }
+    if (n) memcpy(sorted, m->params, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_address);
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = 0, hi = n; /* the first sorted entry not below params[i] */
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if ((uintptr_t)sorted[mid] < (uintptr_t)m->params[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        m->shared[i] = (uint8_t)(lo + 1 < n && sorted[lo + 1] == m->params[i]);
+    }
+    free(sorted);
+    return PD_OK;
+}
+
 pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e) {
     memset(m, 0, sizeof *m);
     pd_status st = pd_config_validate(c, e);
@@ -136,8 +165,15 @@ pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_e
     m->kv_width = c->kv_heads * m->head_width;
     m->n_params = pd_param_tensor_count(c);
     m->params = params;
+    if ((st = mark_shared(m, e)) != PD_OK) {
+        pd_model_free(m);
+        return st;
+    }
     size_t half = m->head_width / 2, tab;
-    if (!pd_mul_ok(c->max_positions, half, &tab)) return pd_fail(e, PD_ERR_ROPE, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(c->max_positions, half, &tab)) {
+        pd_model_free(m);
+        return pd_fail(e, PD_ERR_ROPE, 0, 0.0, -1, -1);
+    }
     m->rope_sin = pd_zeros(tab, e);
     m->rope_cos = pd_zeros(tab, e);
     if (!m->rope_sin || !m->rope_cos) {
@@ -152,7 +188,9 @@ pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_e
 void pd_model_free(pd_model *m) {
     free(m->rope_sin);
     free(m->rope_cos);
+    free(m->shared);
     m->rope_sin = m->rope_cos = NULL;
+    m->shared = NULL;
 }
 
 /* ---- forward ---------------------------------------------------------------------- */

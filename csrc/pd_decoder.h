@@ -31,6 +31,7 @@ typedef struct {
     pd_config cfg;
     size_t head_width, kv_width, n_params;
     pd_param **params;           /* borrowed, 9L+2 in declaration order */
+    uint8_t *shared;             /* [n_params]: another slot names the same parameter */
     double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
 } pd_model;
 
