@@ -212,8 +212,9 @@ typedef struct {
     size_t step;     /* rows or columns per task */
 } gemm_job;
 
-/* Edge tile: run the kernel on a padded copy, then write back only the valid part. */
-static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, const double *bp,
+/* Edge tile: run the kernel on a padded copy, then write back only the valid part. A is
+ * packed (lda == 0) or read in place from stored rows lda apart. */
+static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, size_t lda, const double *bp,
                       double *c, size_t ldc, size_t mm, size_t nn, int load, const double *add,
                       size_t ldadd) {
     _Alignas(64) double tmp[PD_TILE_MAX];
@@ -222,7 +223,8 @@ static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, const 
     if (load)
         for (size_t i = 0; i < mm; i++)
             for (size_t j = 0; j < nn; j++) tmp[i * nr + j] = c[i * ldc + j];
-    p->ukernel(kb, ap, bp, tmp, nr, load, NULL, 0);
+    if (lda) p->ukernel_rows(kb, ap, lda, bp, tmp, nr, load, NULL, 0);
+    else p->ukernel(kb, ap, bp, tmp, nr, load, NULL, 0);
     for (size_t i = 0; i < mm; i++)
         for (size_t j = 0; j < nn; j++)
             c[i * ldc + j] = add ? add[i * ldadd + j] + tmp[i * nr + j] : tmp[i * nr + j];
@@ -235,7 +237,9 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
     const size_t kc = p->kc, mc = p->mc, nc = p->nc;
     const int multi = K > kc;
     const size_t nc_eff = N < nc ? N : nc;
-    const size_t a_sz = round_up(mc < M ? mc : M, mr) * kc;
+    /* a row-major A is read in place by the kernel; only a block's last, partial sliver is packed */
+    const int a_rows = csa == 1 && rsa != 1;
+    const size_t a_sz = a_rows ? mr * kc : round_up(mc < M ? mc : M, mr) * kc;
     const size_t b_sz = round_up(nc_eff, nr) * kc;
     /* acc with several k-blocks: C holds partial sums, so keep the addend aside */
     const size_t s_sz = acc && multi ? M * nc_eff : 0;
@@ -252,7 +256,8 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
             pack_b(kb, nb, B + pc * rsb + jc * csb, rsb, csb, bpack, p->nr);
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
-                pack_a(mb, kb, A + ic * rsa + pc * csa, rsa, csa, apack, p->mr);
+                const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
+                if (full < mb) pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     const double *bp = bpack + jr * kb;
@@ -271,10 +276,14 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
                                 PD_PREFETCH_W(c + (mr + i) * ldc);
                                 PD_PREFETCH_W(c + (mr + i) * ldc + nr - 1);
                             }
-                        if (mm == mr && nn == nr)
-                            p->ukernel(kb, apack + ir * kb, bp, c, ldc, load, add, ldadd);
+                        const size_t lda = ir < full ? rsa : 0;
+                        const double *ap = lda ? A + (ic + ir) * rsa + pc : apack + (ir - full) * kb;
+                        if (mm == mr && nn == nr && lda)
+                            p->ukernel_rows(kb, ap, lda, bp, c, ldc, load, add, ldadd);
+                        else if (mm == mr && nn == nr)
+                            p->ukernel(kb, ap, bp, c, ldc, load, add, ldadd);
                         else
-                            edge_tile(p, kb, apack + ir * kb, bp, c, ldc, mm, nn, load, add, ldadd);
+                            edge_tile(p, kb, ap, lda, bp, c, ldc, mm, nn, load, add, ldadd);
                     }
                 }
             }

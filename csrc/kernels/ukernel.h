@@ -10,11 +10,17 @@
 typedef void (*pd_ukernel_fn)(size_t kc, const double *a, const double *b, double *c,
                               size_t ldc, int load, const double *add, size_t ldadd);
 
+/* The same tile with A read in place from MR stored rows: a[i*lda + k] (a row-major A needs
+ * no packing; the same products and sums in the same order, so the same bits). */
+typedef void (*pd_ukernel_rows_fn)(size_t kc, const double *a, size_t lda, const double *b, double *c,
+                                   size_t ldc, int load, const double *add, size_t ldadd);
+
 typedef struct {
     const char *name;
     int mr, nr;             /* register tile */
     size_t kc, mc, nc;      /* cache blocks: kc terms, mc rows (multiple of mr), nc cols */
     pd_ukernel_fn ukernel;
+    pd_ukernel_rows_fn ukernel_rows;
 } pd_gemm_path;
 
 extern const pd_gemm_path pd_path_baseline;

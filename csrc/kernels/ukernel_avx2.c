@@ -42,7 +42,26 @@ PD_TARGET("avx2") static void ukernel_avx2(size_t kc, const double *a, const dou
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
 
-const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2};
+#define ROWS(i)                                                                 \
+    do {                                                                        \
+        const __m256d ai = _mm256_broadcast_sd(a##i + k);                       \
+        c##i##0 = _mm256_add_pd(c##i##0, _mm256_mul_pd(ai, b0));                \
+        c##i##1 = _mm256_add_pd(c##i##1, _mm256_mul_pd(ai, b1));                \
+    } while (0)
+
+PD_TARGET("avx2") static void ukernel_avx2_rows(size_t kc, const double *a, size_t lda, const double *b, double *c,
+                              size_t ldc, int load, const double *add, size_t ldadd) {
+    const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+    __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
+    for (size_t k = 0; k < kc; k++, b += NR) {
+        const __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
+        ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5);
+    }
+    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
+}
+
+const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2, ukernel_avx2_rows};
 #else
 typedef int pd_ukernel_avx2_unused; /* no x86-64: this path does not exist */
 #endif

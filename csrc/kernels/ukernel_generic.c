@@ -16,4 +16,16 @@ static void ukernel_generic(size_t kc, const double *a, const double *b, double 
         for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? add[i * ldadd + j] + acc[i][j] : acc[i][j];
 }
 
-const pd_gemm_path pd_path_baseline = {"baseline", MR, NR, 256, 128, 2048, ukernel_generic};
+static void ukernel_generic_rows(size_t kc, const double *a, size_t lda, const double *b, double *c,
+                                 size_t ldc, int load, const double *add, size_t ldadd) {
+    double acc[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) acc[i][j] = load ? c[i * ldc + j] : 0.0;
+    for (size_t k = 0; k < kc; k++, b += NR)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) acc[i][j] = acc[i][j] + a[i * lda + k] * b[j];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? add[i * ldadd + j] + acc[i][j] : acc[i][j];
+}
+
+const pd_gemm_path pd_path_baseline = {"baseline", MR, NR, 256, 128, 2048, ukernel_generic, ukernel_generic_rows};
