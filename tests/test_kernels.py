@@ -255,12 +255,17 @@ def test_decoder_trace_any_threads_and_path(kernel_state, path, threads):
         assert _check_fixture(fx) == [], fx["id"]
 
 
-def test_decoder_larger_shape_thread_invariant(kernel_state):
+@pytest.mark.parametrize("config,batch,length", [
+    ((300, 48, 4, 72, 2, 80), 3, 80),
+    # 640 rows: the norm gains' column sums split over the threads too
+    ((64, 64, 4, 96, 1, 320), 2, 320)])
+def test_decoder_larger_shape_thread_invariant(kernel_state, config, batch, length):
     """A shape large enough for the blocked, threaded kernels: identical bits for any setting."""
-    cfg = pd.DecoderConfig(300, 48, 4, 72, 2, 80, kv_heads=2)
+    cfg = pd.DecoderConfig(*config, kv_heads=2)
+    V = config[0]
     rng = np.random.default_rng(3)
-    toks = rng.integers(0, 300, size=(3, 80))
-    tgts = rng.integers(0, 300, size=(3, 80))
+    toks = rng.integers(0, V, size=(batch, length))
+    tgts = rng.integers(0, V, size=(batch, length))
     results = []
     for path in AVAILABLE:
         for threads in (1, 2, 3):
