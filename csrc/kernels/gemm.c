@@ -329,8 +329,11 @@ static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size
                   .csa = csa, .rsb = rsb, .csb = csb, .C = C, .ldc = ldc, .acc = acc};
     size_t nt = (size_t)pd_get_num_threads(); /* below two chunks' work a second thread costs more than it saves */
     if (pd_parallel_active() || macs < 2.0 * PD_PARALLEL_MIN_WORK) nt = 1;
-    /* split the longer side: each task packs all of the other operand */
+    /* split the longer side: each task packs all of the other operand. A row-major A is read
+     * in place, never packed, so there columns are split whenever there are enough of them:
+     * each task packs only its own part of B. */
     j.split_rows = M >= N;
+    if (csa == 1 && rsa != 1 && N / (size_t)j.p->nr >= nt) j.split_rows = 0;
     const size_t len = j.split_rows ? M : N, unit = (size_t)(j.split_rows ? j.p->mr : j.p->nr);
     if (nt > len / unit) nt = len / unit ? len / unit : 1;
     j.step = round_up((len + nt - 1) / nt, unit);
