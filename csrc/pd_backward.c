@@ -5,6 +5,7 @@
 #include <string.h>
 #include "pd_backward.h"
 #include "kernels/gemm.h"
+#include "kernels/grad_loops.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
 #include "pd_checksum.h"
@@ -242,43 +243,45 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
 #define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
 
 /* A direct contribution (written into a gradient of +0.0) commits as grad = 0.0 + c: the bits
- * of (+0.0) + c on the buffered path, -0.0 included. */
+ * of (+0.0) + c on the buffered path, -0.0 included. That write is its own check: a refused
+ * pass zeroes a direct gradient again (restore_direct). */
 typedef struct {
     double *grad;
     const double *adj;
+    const pd_grad_loops *loops;
     int direct;
     int bad;
 } grad_ctx;
 
 static void grad_check_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
-    uint64_t any = 0;
-    if (c->direct)
-        for (size_t x = begin; x < end; x++) any |= pd_nonfinite_bit(c->grad[x]);
-    else
-        for (size_t x = begin; x < end; x++)
-            any |= pd_nonfinite_bit(c->adj[x]) | pd_nonfinite_bit(c->grad[x] + c->adj[x]);
+    const uint64_t any = c->direct ? c->loops->commit_direct(c->grad, begin, end)
+                                   : c->loops->check_sum(c->grad, c->adj, begin, end);
     if (any >> 63) c->bad = 1;
 }
 
 static void grad_commit_task(void *vctx, size_t begin, size_t end) {
     grad_ctx *c = vctx;
-    if (c->direct)
-        for (size_t x = begin; x < end; x++) c->grad[x] = 0.0 + c->grad[x];
-    else
-        for (size_t x = begin; x < end; x++) c->grad[x] = c->grad[x] + c->adj[x];
+    if (!c->direct) c->loops->commit_sum(c->grad, c->adj, begin, end);
 }
 
 typedef struct {
     const pd_model *m;
     double *const *contribution;
     const uint8_t *direct; /* per parameter, or NULL */
+    const pd_grad_loops *loops;
     uint8_t *bad;          /* per parameter */
 } commit_ctx;
 
 static grad_ctx grad_ctx_of(const commit_ctx *c, size_t i) {
-    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->direct && c->direct[i], 0};
+    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->loops, c->direct && c->direct[i], 0};
     return gc;
+}
+
+/* One parameter's elements: inline below one chunk, else split over the pool. */
+static void each_chunk(size_t n, pd_task_fn fn, grad_ctx *gc) {
+    if (n <= PD_COMMIT_GRAIN) fn(gc, 0, n);
+    else pd_parallel_for(n, PD_COMMIT_GRAIN, fn, gc);
 }
 
 /* Parameters [begin, end): each one's elements, split further only when it is large alone. */
@@ -286,7 +289,7 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
         grad_ctx gc = grad_ctx_of(c, i);
-        pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_check_task, &gc);
+        each_chunk(c->m->params[i]->size, grad_check_task, &gc);
         c->bad[i] = (uint8_t)gc.bad;
     }
 }
@@ -294,8 +297,9 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
 static void commit_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
+        if (c->direct && c->direct[i]) continue; /* committed by its check */
         grad_ctx gc = grad_ctx_of(c, i);
-        pd_parallel_for(c->m->params[i]->size, PD_COMMIT_GRAIN, grad_commit_task, &gc);
+        each_chunk(c->m->params[i]->size, grad_commit_task, &gc);
     }
 }
 
@@ -310,14 +314,14 @@ static pd_status commit_gradients(const pd_model *m, double *const *contribution
     const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
     uint8_t *bad = calloc(np ? np : 1, 1);
     if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    commit_ctx cc = {m, contribution, direct, bad};
+    commit_ctx cc = {m, contribution, direct, pd_grad_loops_current(), bad};
     pd_parallel_for(np, grain, check_params_task, &cc);
     for (size_t i = 0; i < np; i++) {
         if (!bad[i]) continue;
         const pd_param *q = m->params[i];
         const int d = direct && direct[i];
         for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = d ? 0.0 + q->grad[x] : q->grad[x] + contribution[i][x];
+            const double nv = d ? q->grad[x] : q->grad[x] + contribution[i][x]; /* direct: 0.0 + c already */
             if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
                 free(bad);
                 return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
