@@ -1,14 +1,77 @@
 /* RMSNorm forward and VJP, rows on the pool (docs/numerics.md §5.1, §6.2). */
 #include <math.h>
 #include "rmsnorm.h"
+#include "../kernels/isa.h"
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
+#include "../pd_tensor.h"
+
+/* The per-element loops of a row, in the widest vectors the products' path allows (isa.h);
+ * each element's operations are the same on every path, and no loop here sums across a row. */
+#define SCALE_LOOP                                                                   \
+    uint64_t any = 0;                                                                \
+    for (size_t w = 0; w < W; w++) {                                                 \
+        const double nv = xr[w] * rr;                                                \
+        const double ov = nv * g[w];                                                 \
+        nr[w] = nv;                                                                  \
+        orow[w] = ov;                                                                \
+        any |= pd_nonfinite_bit(nv) | pd_nonfinite_bit(ov);                          \
+    }                                                                                \
+    return any
+/* out = (((0 + res) + c_n) + c_s) + c_s with c_n = (u g) r, c_s = u_s x (MUL(x, x): two c_s) */
+#define BACK_LOOP(acc0)                                                              \
+    for (size_t w = 0; w < W; w++) {                                                 \
+        const double c_n = (ur[w] * g[w]) * rr;                                      \
+        const double c_s = u_s * xr[w];                                              \
+        double acc = acc0;                                                           \
+        acc = acc + c_n;                                                             \
+        acc = acc + c_s;                                                             \
+        outr[w] = acc + c_s;                                                         \
+    }
+#define BACK_ROW_LOOP                                                                \
+    if (res) { BACK_LOOP(0.0 + res[w]) }                                             \
+    else { BACK_LOOP(0.0) }
+
+typedef struct {
+    /* n = x r, o = n g; bit 63 set when any n or o is not finite */
+    uint64_t (*scale)(size_t W, const double *xr, double rr, const double *g, double *nr, double *orow);
+    /* one valid row of the VJP's output (res may be NULL) */
+    void (*back)(size_t W, const double *ur, const double *xr, const double *g, double rr,
+                 double u_s, const double *res, double *outr);
+} row_loops;
+
+#define ROW_LOOPS(suffix, target)                                                                   \
+    target static uint64_t scale##suffix(size_t W, const double *xr, double rr, const double *g,   \
+                                         double *nr, double *orow) {                                \
+        SCALE_LOOP;                                                                                 \
+    }                                                                                               \
+    target static void back##suffix(size_t W, const double *ur, const double *xr, const double *g, \
+                                    double rr, double u_s, const double *res, double *outr) {      \
+        BACK_ROW_LOOP                                                                               \
+    }                                                                                               \
+    static const row_loops loops##suffix = {scale##suffix, back##suffix};
+
+ROW_LOOPS(_baseline, )
+#if PD_ARCH_X86_64
+ROW_LOOPS(_avx2, PD_TARGET("avx2"))
+ROW_LOOPS(_avx512, PD_TARGET("avx512f"))
+#endif
+
+static const row_loops *current_loops(void) {
+#if PD_ARCH_X86_64
+    const pd_isa isa = pd_current_isa();
+    if (isa == PD_ISA_AVX512) return &loops_avx512;
+    if (isa == PD_ISA_AVX2) return &loops_avx2;
+#endif
+    return &loops_baseline;
+}
 
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
 static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const double *g,
                           double eps, const uint8_t *valid, double *m, double *z, double *r,
                           double *n, double *o, int block, int node, pd_error *e) {
     const double dw = (double)W;
+    const row_loops *L = current_loops();
     for (size_t row = r0; row < r1; row++) {
         const double *xr = x + row * W;
         double *nr = n + row * W, *orow = o + row * W;
@@ -30,14 +93,10 @@ static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const
         m[row] = ms;
         z[row] = zz;
         r[row] = rr;
-        for (size_t w = 0; w < W; w++) {
-            double nv = xr[w] * rr;
-            double ov = nv * g[w];
-            if (!isfinite(ov) || !isfinite(nv))
-                return pd_fail(e, PD_ERR_NONFINITE, row * W + w, ov, block, node);
-            nr[w] = nv;
-            orow[w] = ov;
-        }
+        if (!(L->scale(W, xr, rr, g, nr, orow) >> 63)) continue;
+        for (size_t w = 0; w < W; w++) /* the first offending element, as the serial loop finds it */
+            if (!isfinite(orow[w]) || !isfinite(nr[w]))
+                return pd_fail(e, PD_ERR_NONFINITE, row * W + w, orow[w], block, node);
     }
     return PD_OK;
 }
@@ -75,6 +134,7 @@ static void rms_back_rows(void *vctx, size_t begin, size_t end) {
     rms_ctx *c = vctx;
     const size_t W = c->W;
     const double dw = (double)W;
+    const row_loops *L = current_loops();
     for (size_t row = begin; row < end; row++) {
         const double *ur = c->u + row * W, *xr = c->x + row * W;
         const double *res = c->res ? c->res + row * W : NULL;
@@ -97,18 +157,9 @@ static void rms_back_rows(void *vctx, size_t begin, size_t end) {
         double u_s = u_z / dw;
         if (c->cap_r) c->cap_r[row] = 0.0 + q;
         if (c->cap_m) c->cap_m[row] = 0.0 + u_z;
-        for (size_t w = 0; w < W; w++) {
-            double u_n = ur[w] * c->g[w];
-            double c_n = u_n * rr;
-            double c_s = u_s * xr[w];
-            double acc = 0.0;
-            if (res) acc = acc + res[w];
-            acc = acc + c_n;
-            acc = acc + c_s;
-            acc = acc + c_s; /* MUL(x, x): two separate contributions */
-            outr[w] = acc;
-            if (c->cap_n) c->cap_n[row * W + w] = 0.0 + u_n;
-        }
+        L->back(W, ur, xr, c->g, rr, u_s, res, outr);
+        if (c->cap_n)
+            for (size_t w = 0; w < W; w++) c->cap_n[row * W + w] = 0.0 + ur[w] * c->g[w];
     }
 }
 
