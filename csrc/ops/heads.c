@@ -1,6 +1,7 @@
 /* The head split and merge relabellings between [B, T, Hn*D] rows and [B, Hn, T, D] heads
  * (docs/numerics.md §5.3): exact copies, rows on the pool. */
 #include "heads.h"
+#include "../kernels/isa.h"
 #include "../kernels/pool.h"
 
 typedef struct {
@@ -9,35 +10,52 @@ typedef struct {
     double *dst;
 } heads_ctx;
 
-/* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...]. */
-static void split_rows(void *vctx, size_t begin, size_t end) {
-    const heads_ctx *c = vctx;
-    const size_t T = c->T, Hn = c->Hn, D = c->D;
-    for (size_t bt = begin; bt < end; bt++)
-        for (size_t h = 0; h < Hn; h++) {
-            const double *xr = c->src + bt * Hn * D + h * D;
-            double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;
-            for (size_t d = 0; d < D; d++) hd[d] = xr[d];
+/* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...].
+ * Exact copies in the widest vectors the products' path allows (isa.h). */
+#define SPLIT_LOOP                                                                  \
+    const heads_ctx *c = vctx;                                                      \
+    const size_t T = c->T, Hn = c->Hn, D = c->D;                                    \
+    for (size_t bt = begin; bt < end; bt++)                                         \
+        for (size_t h = 0; h < Hn; h++) {                                           \
+            const double *xr = c->src + bt * Hn * D + h * D;                        \
+            double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;             \
+            for (size_t d = 0; d < D; d++) hd[d] = xr[d];                           \
         }
-}
+#define MERGE_LOOP                                                                  \
+    const heads_ctx *c = vctx;                                                      \
+    const size_t T = c->T, Hn = c->Hn, D = c->D;                                    \
+    for (size_t bt = begin; bt < end; bt++)                                         \
+        for (size_t h = 0; h < Hn; h++) {                                           \
+            const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;       \
+            double *xr = c->dst + bt * Hn * D + h * D;                              \
+            for (size_t d = 0; d < D; d++) xr[d] = hd[d];                           \
+        }
 
-static void merge_rows(void *vctx, size_t begin, size_t end) {
-    const heads_ctx *c = vctx;
-    const size_t T = c->T, Hn = c->Hn, D = c->D;
-    for (size_t bt = begin; bt < end; bt++)
-        for (size_t h = 0; h < Hn; h++) {
-            const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;
-            double *xr = c->dst + bt * Hn * D + h * D;
-            for (size_t d = 0; d < D; d++) xr[d] = hd[d];
-        }
+#define HEAD_TASKS(suffix, target)                                                         \
+    target static void split_rows##suffix(void *vctx, size_t begin, size_t end) { SPLIT_LOOP } \
+    target static void merge_rows##suffix(void *vctx, size_t begin, size_t end) { MERGE_LOOP }
+
+HEAD_TASKS(_baseline, )
+#if PD_ARCH_X86_64
+HEAD_TASKS(_avx2, PD_TARGET("avx2"))
+HEAD_TASKS(_avx512, PD_TARGET("avx512f"))
+#endif
+
+static pd_task_fn current_task(int merge) {
+#if PD_ARCH_X86_64
+    const pd_isa isa = pd_current_isa();
+    if (isa == PD_ISA_AVX512) return merge ? merge_rows_avx512 : split_rows_avx512;
+    if (isa == PD_ISA_AVX2) return merge ? merge_rows_avx2 : split_rows_avx2;
+#endif
+    return merge ? merge_rows_baseline : split_rows_baseline;
 }
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
     heads_ctx c = {T, Hn, D, x, heads};
-    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), split_rows, &c);
+    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), current_task(0), &c);
 }
 
 void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
     heads_ctx c = {T, Hn, D, heads, x};
-    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), merge_rows, &c);
+    pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), current_task(1), &c);
 }

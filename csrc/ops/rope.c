@@ -2,6 +2,7 @@
 #include <math.h>
 #include "rope.h"
 #include "canon.h"
+#include "../kernels/isa.h"
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
 
@@ -23,6 +24,22 @@ pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double 
     return PD_OK;
 }
 
+/* One head row's pairs, rotated forward (§5.2) or back (the VJP: the
+ * inverse rotation with the same table entries), in the widest vectors the products' path
+ * allows (isa.h); each pair's operations are the same on every path. */
+#define ROTATE_LOOP                                                                 \
+    for (size_t j = 0; j < half; j++) {                                             \
+        const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];         \
+        o[2 * j] = pd_canon(l * cs - r * s);                                        \
+        o[2 * j + 1] = pd_canon(l * s + r * cs);                                    \
+    }
+#define UNROTATE_LOOP                                                               \
+    for (size_t j = 0; j < half; j++) {                                             \
+        const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];         \
+        o[2 * j] = pd_canon(l * cs + r * s);                                        \
+        o[2 * j + 1] = pd_canon(r * cs - l * s);                                    \
+    }
+
 typedef struct {
     size_t Hn, T, D;
     const size_t *pos;
@@ -31,40 +48,42 @@ typedef struct {
 } rope_ctx;
 
 /* Rows are (b, h, t) head rows; each writes only its own output row. */
-static void rotate_rows(void *vctx, size_t begin, size_t end) {
-    const rope_ctx *c = vctx;
-    const size_t half = c->D / 2, T = c->T, D = c->D;
-    for (size_t row = begin; row < end; row++) {
-        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];
-        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D;
-        double *o = c->out + row * D;
-        for (size_t j = 0; j < half; j++) {
-            const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];
-            o[2 * j] = pd_canon(l * cs - r * s);
-            o[2 * j + 1] = pd_canon(l * s + r * cs);
-        }
+#define ROWS_LOOP(PAIRS)                                                                      \
+    const rope_ctx *c = vctx;                                                                 \
+    const size_t half = c->D / 2, T = c->T, D = c->D;                                         \
+    for (size_t row = begin; row < end; row++) {                                              \
+        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];                             \
+        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D; \
+        double *o = c->out + row * D;                                                         \
+        PAIRS                                                                                 \
     }
-}
 
-/* The VJP: the inverse rotation with the same table entries. */
-static void unrotate_rows(void *vctx, size_t begin, size_t end) {
-    const rope_ctx *c = vctx;
-    const size_t half = c->D / 2, T = c->T, D = c->D;
-    for (size_t row = begin; row < end; row++) {
-        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];
-        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D;
-        double *o = c->out + row * D;
-        for (size_t j = 0; j < half; j++) {
-            const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];
-            o[2 * j] = pd_canon(l * cs + r * s);
-            o[2 * j + 1] = pd_canon(r * cs - l * s);
-        }
+#define ROPE_TASKS(suffix, target)                                                                \
+    target static void rotate_rows##suffix(void *vctx, size_t begin, size_t end) {               \
+        ROWS_LOOP(ROTATE_LOOP)                                                                    \
+    }                                                                                             \
+    target static void unrotate_rows##suffix(void *vctx, size_t begin, size_t end) {             \
+        ROWS_LOOP(UNROTATE_LOOP)                                                                  \
     }
+
+ROPE_TASKS(_baseline, )
+#if PD_ARCH_X86_64
+ROPE_TASKS(_avx2, PD_TARGET("avx2"))
+ROPE_TASKS(_avx512, PD_TARGET("avx512f"))
+#endif
+
+static pd_task_fn current_task(int inverse) {
+#if PD_ARCH_X86_64
+    const pd_isa isa = pd_current_isa();
+    if (isa == PD_ISA_AVX512) return inverse ? unrotate_rows_avx512 : rotate_rows_avx512;
+    if (isa == PD_ISA_AVX2) return inverse ? unrotate_rows_avx2 : rotate_rows_avx2;
+#endif
+    return inverse ? unrotate_rows_baseline : rotate_rows_baseline;
 }
 
 void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
                    const double *sin_t, const double *cos_t, const double *in, double *out,
                    int inverse) {
     rope_ctx c = {Hn, T, D, pos, sin_t, cos_t, in, out};
-    pd_parallel_for(B * Hn * T, 1 + PD_EW_GRAIN / (D ? D : 1), inverse ? unrotate_rows : rotate_rows, &c);
+    pd_parallel_for(B * Hn * T, 1 + PD_EW_GRAIN / (D ? D : 1), current_task(inverse), &c);
 }
