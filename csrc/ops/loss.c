@@ -19,48 +19,75 @@ typedef struct {
     uint8_t *bad; /* rows holding a non-finite logit */
 } nll_ctx;
 
-/* The largest logit as the sequential scan (mx = -inf; x > mx ? x : mx) finds it, from four
+/* The largest logit as the sequential scan (mx = -inf; x > mx ? x : mx) finds it, from eight
  * interleaved chains: the maximum is order-free except for its zero's sign, which is the
  * first zero's. 0 when the row holds a non-finite logit. */
-static int row_max(const double *x, size_t V, double *out) {
-    double m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    uint64_t any = 0;
-    size_t cl = 0;
-    for (; cl + 4 <= V; cl += 4)
-        for (int l = 0; l < 4; l++) {
-            any |= pd_nonfinite_bit(x[cl + l]);
-            if (x[cl + l] > m[l]) m[l] = x[cl + l];
-        }
-    for (; cl < V; cl++) {
-        any |= pd_nonfinite_bit(x[cl]);
-        if (x[cl] > m[0]) m[0] = x[cl];
-    }
-    if (any >> 63) return 0;
-    double mx = m[0];
-    for (int l = 1; l < 4; l++)
-        if (m[l] > mx) mx = m[l];
-    if (mx == 0.0)
-        for (cl = 0; cl < V; cl++)
-            if (x[cl] == 0.0) { mx = x[cl]; break; }
-    *out = mx;
-    return 1;
-}
-
-/* p = canon(p / den): the same quotients in the widest vectors the products' path allows. */
+#define MAX_LOOP                                                                    \
+    double m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,                      \
+                   -INFINITY, -INFINITY, -INFINITY, -INFINITY};                     \
+    uint64_t any = 0;                                                               \
+    size_t cl = 0;                                                                  \
+    for (; cl + 8 <= V; cl += 8)                                                    \
+        for (int l = 0; l < 8; l++) {                                               \
+            any |= pd_nonfinite_bit(x[cl + l]);                                     \
+            m[l] = x[cl + l] > m[l] ? x[cl + l] : m[l];                             \
+        }                                                                           \
+    for (; cl < V; cl++) {                                                          \
+        any |= pd_nonfinite_bit(x[cl]);                                             \
+        m[0] = x[cl] > m[0] ? x[cl] : m[0];                                         \
+    }                                                                               \
+    if (any >> 63) return 0;                                                        \
+    double mx = m[0];                                                               \
+    for (int l = 1; l < 8; l++)                                                     \
+        if (m[l] > mx) mx = m[l];                                                   \
+    if (mx == 0.0)                                                                  \
+        for (cl = 0; cl < V; cl++)                                                  \
+            if (x[cl] == 0.0) { mx = x[cl]; break; }                                \
+    *out = mx;                                                                      \
+    return 1
+/* p = x - mx; returns the first index whose shift is zero (V when none), found eight at a time */
+#define SHIFT_LOOP                                                                  \
+    for (size_t cl = 0; cl < V; cl++) p[cl] = x[cl] - mx;                           \
+    size_t fm = 0;                                                                  \
+    for (; fm + 8 <= V; fm += 8) {                                                  \
+        int hit = 0;                                                                \
+        for (int l = 0; l < 8; l++) hit |= p[fm + l] == 0.0;                        \
+        if (hit) break;                                                             \
+    }                                                                               \
+    while (fm < V && p[fm] != 0.0) fm++;                                            \
+    return fm
+/* p = canon(p / den) */
 #define DIV_LOOP for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den)
-static void row_divide(double *p, size_t V, double den) { DIV_LOOP; }
+
+/* A row's element loops, in the widest vectors the products' path allows (isa.h): the same
+ * operations per element on every path. */
+typedef struct {
+    int (*max)(const double *x, size_t V, double *out);
+    size_t (*shift)(const double *x, size_t V, double mx, double *p);
+    void (*divide)(double *p, size_t V, double den);
+} row_loops;
+
+#define ROW_LOOPS(suffix, target)                                                                 \
+    target static int row_max##suffix(const double *x, size_t V, double *out) { MAX_LOOP; }      \
+    target static size_t row_shift##suffix(const double *x, size_t V, double mx, double *p) {    \
+        SHIFT_LOOP;                                                                               \
+    }                                                                                             \
+    target static void row_divide##suffix(double *p, size_t V, double den) { DIV_LOOP; }         \
+    static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix};
+
+ROW_LOOPS(_baseline, )
 #if PD_ARCH_X86_64
-PD_TARGET("avx2") static void row_divide_avx2(double *p, size_t V, double den) { DIV_LOOP; }
-PD_TARGET("avx512f") static void row_divide_avx512(double *p, size_t V, double den) { DIV_LOOP; }
+ROW_LOOPS(_avx2, PD_TARGET("avx2"))
+ROW_LOOPS(_avx512, PD_TARGET("avx512f"))
 #endif
 
-static void (*divide_loop(void))(double *, size_t, double) {
+static const row_loops *current_loops(void) {
 #if PD_ARCH_X86_64
     const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return row_divide_avx512;
-    if (isa == PD_ISA_AVX2) return row_divide_avx2;
+    if (isa == PD_ISA_AVX512) return &loops_avx512;
+    if (isa == PD_ISA_AVX2) return &loops_avx2;
 #endif
-    return row_divide;
+    return &loops_baseline;
 }
 
 #define GROUP 4 /* rows whose sequential tail sums run interleaved */
@@ -70,7 +97,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
     nll_ctx *c = vctx;
     const size_t V = c->V;
     const double dn = c->dn;
-    void (*divide)(double *, size_t, double) = divide_loop();
+    const row_loops *L = current_loops();
     for (size_t g0 = begin; g0 < end; g0 += GROUP) {
         const size_t rows = end - g0 < GROUP ? end - g0 : GROUP;
         double mxs[GROUP], tail[GROUP], lead[GROUP];
@@ -89,13 +116,12 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
                 for (size_t cl = 0; cl < V; cl++) p[cl] = 0.0;
                 continue;
             }
-            if (!row_max(x, V, &mxs[r])) {
+            if (!L->max(x, V, &mxs[r])) {
                 c->bad[g] = 1;
                 continue;
             }
-            for (size_t cl = 0; cl < V; cl++) p[cl] = x[cl] - mxs[r];
-            size_t fm = 0; /* the first zero shift: its exp, the literal 1, stays out of tail */
-            while (fm < V && p[fm] != 0.0) fm++;
+            /* the first zero shift: its exp, the literal 1, stays out of tail */
+            const size_t fm = L->shift(x, V, mxs[r], p);
             first_max[r] = fm;
             pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
             if (fm == V) continue; /* no zero shift: only a row without logits (V == 0) */
@@ -105,7 +131,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
         }
         if (!live) continue;
         for (size_t l = live; l < GROUP; l++) tp[l] = tp[0];
-        double t[GROUP] = {0.0, 0.0, 0.0, 0.0};
+        double t[GROUP] = {0.0};
         for (size_t cl = 0; cl < V; cl++)
             for (int l = 0; l < GROUP; l++) t[l] = t[l] + tp[l][cl];
         for (size_t r = 0, l = 0; r < rows; r++) tail[r] = first_max[r] < V ? t[l++] : 0.0;
@@ -122,7 +148,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
             c->per_target[g] = gap + lse;
             const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;
             c->sm_term[g] = sg + lse / dn;
-            divide(p, V, 1.0 + tail[r]);
+            L->divide(p, V, 1.0 + tail[r]);
         }
     }
 }
