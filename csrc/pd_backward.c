@@ -203,9 +203,11 @@ typedef struct {
     const double *gather;
     const uint8_t *touched;
     const size_t *gather_row;
+    int direct; /* head is E's own gradient: its commit adds +0.0 to every element anyway */
 } emb_ctx;
 
-/* grad[E] = (0.0 + dE_head) + dE_gather, rows independent */
+/* grad[E] = (0.0 + dE_head) + dE_gather, rows independent. A direct contribution commits as
+ * 0.0 + c, so its untouched rows need no 0.0 + h here: 0.0 + (0.0 + h) is 0.0 + h. */
 static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     emb_ctx *c = vctx;
     const size_t W = c->W;
@@ -214,7 +216,7 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
         const double *gr = c->touched[v] ? c->gather + c->gather_row[v] * W : NULL;
         if (gr)
             for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
-        else
+        else if (!c->direct)
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
     }
 }
@@ -236,7 +238,7 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
         s->gather_ids[p] = (int64_t)s->gather_row[id];
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
-    emb_ctx ec = {W, s->grad[0], s->gather, s->touched, s->gather_row};
+    emb_ctx ec = {W, s->grad[0], s->gather, s->touched, s->gather_row, s->direct[0]};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
