@@ -10,7 +10,9 @@
 #include "platform/pd_thread.h"
 
 #define PD_BUF_SLOTS 8
-#define PD_BUF_MIN_BYTES (256u * 1024u) /* smaller buffers come cheaply from malloc */
+/* smaller buffers come cheaply from malloc; from 64 KiB on, each glibc free of a step's arena
+ * also consolidated the heap (about 0.5 us of small's 44 us step) */
+#define PD_BUF_MIN_BYTES (16u * 1024u)
 #define PD_BUF_HEADER 64                /* keeps the payload 64-byte aligned */
 
 static pd_mutex g_mu = PD_MUTEX_INIT;
