@@ -35,6 +35,20 @@ static size_t block_first_key(const pd_attn_geom *a, size_t b, size_t i0, size_t
     return lo;
 }
 
+/* p[s0..i] = exp(p[s0..i]) with the bits of pd_exp. The array loop takes groups of vector width
+ * only when every input is in its range, and a zero (the first maximum's shift) or a short tail
+ * would send a group to pd_exp one by one: the first maximum is computed alone, and the row is
+ * padded to a multiple of eight with -1.0 in entries past i, which the caller clears. */
+static void exp_row(double *p, size_t s0, size_t i, size_t T, size_t first_max) {
+    const size_t len = i + 1 - s0, padded = (len + 7) / 8 * 8;
+    const size_t n = s0 + padded <= T ? padded : len;
+    for (size_t j = i + 1; j < s0 + n; j++) p[j] = -1.0;
+    const double z = first_max <= i ? p[first_max] : 0.0;
+    if (first_max <= i) p[first_max] = -1.0;
+    pd_exp_array(n, p + s0, p + s0);
+    if (first_max <= i) p[first_max] = pd_exp(z);
+}
+
 static void forward_lanes(void *vctx, size_t begin, size_t end) {
     attn_ctx *c = vctx;
     const pd_attn_geom *a = c->a;
@@ -72,7 +86,7 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
                     p[j] = p[j] - mx;
                     if (p[j] == 0.0 && first_max == i + 1) first_max = j;
                 }
-                pd_exp_array(i + 1 - s0, p + s0, p + s0); /* the same exp(x - mx) the normalisation divides */
+                exp_row(p, s0, i, T, first_max); /* the same exp(x - mx) the normalisation divides */
                 double tail = 0.0;
                 for (size_t j = s0; j <= i; j++)
                     if (j != first_max) tail = tail + p[j];
