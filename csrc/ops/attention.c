@@ -9,6 +9,7 @@
 #include <string.h>
 #include "attention.h"
 #include "canon.h"
+#include "softmax_exp.h"
 #include "../kernels/gemm.h"
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
@@ -33,20 +34,6 @@ static size_t block_first_key(const pd_attn_geom *a, size_t b, size_t i0, size_t
     for (size_t i = i0; i < i1; i++)
         if (a->valid[b * a->T + i] && a->seg_start[b * a->T + i] < lo) lo = a->seg_start[b * a->T + i];
     return lo;
-}
-
-/* p[s0..i] = exp(p[s0..i]) with the bits of pd_exp. The array loop takes groups of vector width
- * only when every input is in its range, and a zero (the first maximum's shift) or a short tail
- * would send a group to pd_exp one by one: the first maximum is computed alone, and the row is
- * padded to a multiple of eight with -1.0 in entries past i, which the caller clears. */
-static void exp_row(double *p, size_t s0, size_t i, size_t T, size_t first_max) {
-    const size_t len = i + 1 - s0, padded = (len + 7) / 8 * 8;
-    const size_t n = s0 + padded <= T ? padded : len;
-    for (size_t j = i + 1; j < s0 + n; j++) p[j] = -1.0;
-    const double z = first_max <= i ? p[first_max] : 0.0;
-    if (first_max <= i) p[first_max] = -1.0;
-    pd_exp_array(n, p + s0, p + s0);
-    if (first_max <= i) p[first_max] = pd_exp(z);
 }
 
 static void forward_lanes(void *vctx, size_t begin, size_t end) {
@@ -86,7 +73,8 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
                     p[j] = p[j] - mx;
                     if (p[j] == 0.0 && first_max == i + 1) first_max = j;
                 }
-                exp_row(p, s0, i, T, first_max); /* the same exp(x - mx) the normalisation divides */
+                /* the same exp(x - mx) the normalisation divides; p past i is cleared below */
+                pd_softmax_exp(p + s0, i + 1 - s0, first_max - s0, T - 1 - i);
                 double tail = 0.0;
                 for (size_t j = s0; j <= i; j++)
                     if (j != first_max) tail = tail + p[j];

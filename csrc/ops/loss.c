@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "loss.h"
 #include "canon.h"
+#include "softmax_exp.h"
 #include "../pd_nodes.h"
 #include "../pd_tensor.h"
 #include "../kernels/isa.h"
@@ -123,16 +124,8 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
             /* the first zero shift: its exp, the literal 1, stays out of tail */
             const size_t fm = L->shift(x, V, mxs[r], p);
             first_max[r] = fm;
-            if (fm == V) { /* no zero shift: only a row without logits (V == 0) */
-                pd_exp_array(V, p, p);
-                continue;
-            }
-            /* the same exp(x - mx) the probability divides; the zero shift alone, so that its
-             * group stays in the array loop's vector range */
-            const double z = p[fm];
-            p[fm] = -1.0;
-            pd_exp_array(V, p, p);
-            p[fm] = pd_exp(z);
+            pd_softmax_exp(p, V, fm, 0); /* the same exp(x - mx) the probability divides */
+            if (fm == V) continue; /* no zero shift: only a row without logits (V == 0) */
             lead[r] = p[fm];
             p[fm] = 0.0; /* every term is >= +0.0, so adding +0.0 is leaving it out */
             tp[live++] = p;
