@@ -46,16 +46,16 @@ typedef struct {
             if (x[cl] == 0.0) { mx = x[cl]; break; }                                \
     *out = mx;                                                                      \
     return 1
-/* p = x - mx; returns the first index whose shift is zero (V when none), found eight at a time */
+/* p = x - mx; returns the first index whose shift is zero (V when none), as a minimum of
+ * indices so the loop has no exit */
 #define SHIFT_LOOP                                                                  \
-    for (size_t cl = 0; cl < V; cl++) p[cl] = x[cl] - mx;                           \
-    size_t fm = 0;                                                                  \
-    for (; fm + 8 <= V; fm += 8) {                                                  \
-        int hit = 0;                                                                \
-        for (int l = 0; l < 8; l++) hit |= p[fm + l] == 0.0;                        \
-        if (hit) break;                                                             \
+    size_t fm = V;                                                                  \
+    for (size_t cl = 0; cl < V; cl++) {                                             \
+        const double d = x[cl] - mx;                                                \
+        const size_t at = d == 0.0 ? cl : V;                                        \
+        p[cl] = d;                                                                  \
+        fm = at < fm ? at : fm;                                                     \
     }                                                                               \
-    while (fm < V && p[fm] != 0.0) fm++;                                            \
     return fm
 /* p = canon(p / den) */
 #define DIV_LOOP for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den)
