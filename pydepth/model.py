@@ -18,13 +18,20 @@ from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignR
                      GraphReleasedError, ParameterLayoutError, ParameterNameError, PydepthError,
                      StateDictError, TokenError, UnknownNameError)
 
-_local = threading.local()
+
+class _RecordingState(threading.local):
+    """Per-thread recording switch; the class default keeps the lookup off the missing-attribute path."""
+
+    recording: bool = True
+
+
+_local = _RecordingState()
 
 
 @contextlib.contextmanager
 def no_grad() -> Iterator[None]:
     """Within this context, forward passes compute the same bits without recording a graph."""
-    previous = getattr(_local, "recording", True)
+    previous = _local.recording
     _local.recording = False
     try:
         yield
@@ -34,7 +41,7 @@ def no_grad() -> Iterator[None]:
 
 def is_recording() -> bool:
     """Whether forward passes record a graph by default here (False inside no_grad())."""
-    return getattr(_local, "recording", True)
+    return _local.recording
 
 
 def _validate_name(name: Any) -> str:
@@ -490,7 +497,8 @@ def _targets_array(targets: Any, shape: Tuple[int, int]) -> Tuple[np.ndarray, np
         raise TokenError(f"expected {B * T} targets for token shape {shape}, got {arr.size}")
     if arr.ndim not in (1, 2) or (arr.ndim == 2 and arr.shape != shape):
         raise TokenError(f"targets must have shape {shape}, got {arr.shape}")
-    arr = arr.reshape(B, T)
+    if arr.shape != shape:
+        arr = arr.reshape(B, T)
     return arr, np.ascontiguousarray(arr, dtype=np.int64)
 
 
