@@ -59,6 +59,8 @@ typedef struct {
     return fm
 /* p = canon(p / den) */
 #define DIV_LOOP for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den)
+/* d = canon(p * scale); d may be p */
+#define SCALE_LOOP for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * scale)
 
 /* A row's element loops, in the widest vectors the products' path allows (isa.h): the same
  * operations per element on every path. */
@@ -66,6 +68,7 @@ typedef struct {
     int (*max)(const double *x, size_t V, double *out);
     size_t (*shift)(const double *x, size_t V, double mx, double *p);
     void (*divide)(double *p, size_t V, double den);
+    void (*scale)(const double *p, size_t V, double scale, double *d);
 } row_loops;
 
 #define ROW_LOOPS(suffix, target)                                                                 \
@@ -74,7 +77,11 @@ typedef struct {
         SHIFT_LOOP;                                                                               \
     }                                                                                             \
     target static void row_divide##suffix(double *p, size_t V, double den) { DIV_LOOP; }         \
-    static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix};
+    target static void row_scale##suffix(const double *p, size_t V, double scale, double *d) {   \
+        SCALE_LOOP;                                                                               \
+    }                                                                                             \
+    static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix, \
+                                            row_scale##suffix};
 
 ROW_LOOPS(_baseline, )
 #if PD_ARCH_X86_64
@@ -212,6 +219,7 @@ typedef struct {
 static void nll_back_rows(void *vctx, size_t begin, size_t end) {
     nll_back_ctx *c = vctx;
     const size_t V = c->V;
+    const row_loops *L = current_loops();
     for (size_t g = begin; g < end; g++) {
         double *d = c->dlog + g * V;
         const double *p = c->prob + g * V;
@@ -221,7 +229,7 @@ static void nll_back_rows(void *vctx, size_t begin, size_t end) {
         }
         const size_t t = (size_t)c->tgt[g]; /* the subtraction happens only at the target */
         const double pt = p[t];              /* read first: dlog may overwrite prob in place */
-        for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * c->scale);
+        L->scale(p, V, c->scale, d);
         d[t] = pd_canon((pt - 1.0) * c->scale);
     }
 }
