@@ -9,6 +9,9 @@
 #include "../kernels/isa.h"
 #include "../kernels/pool.h"
 #include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64
+#include <immintrin.h>
+#endif
 #include "../libm/pd_libm.h"
 
 typedef struct {
@@ -22,17 +25,13 @@ typedef struct {
 
 /* The largest logit as the sequential scan (mx = -inf; x > mx ? x : mx) finds it, from eight
  * interleaved chains: the maximum is order-free except for its zero's sign, which is the
- * first zero's. 0 when the row holds a non-finite logit. */
-#define MAX_LOOP                                                                    \
+ * first zero's. 0 when the row holds a non-finite logit. chains() runs the chains over the
+ * whole groups of eight. */
+#define MAX_LOOP(chains)                                                            \
     double m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,                      \
                    -INFINITY, -INFINITY, -INFINITY, -INFINITY};                     \
     uint64_t any = 0;                                                               \
-    size_t cl = 0;                                                                  \
-    for (; cl + 8 <= V; cl += 8)                                                    \
-        for (int l = 0; l < 8; l++) {                                               \
-            any |= pd_nonfinite_bit(x[cl + l]);                                     \
-            m[l] = x[cl + l] > m[l] ? x[cl + l] : m[l];                             \
-        }                                                                           \
+    size_t cl = chains(x, V, m, &any);                                              \
     for (; cl < V; cl++) {                                                          \
         any |= pd_nonfinite_bit(x[cl]);                                             \
         m[0] = x[cl] > m[0] ? x[cl] : m[0];                                         \
@@ -46,6 +45,46 @@ typedef struct {
             if (x[cl] == 0.0) { mx = x[cl]; break; }                                \
     *out = mx;                                                                      \
     return 1
+static size_t chains_scalar(const double *x, size_t V, double *m, uint64_t *any) {
+    size_t cl = 0;
+    for (; cl + 8 <= V; cl += 8)
+        for (int l = 0; l < 8; l++) {
+            *any |= pd_nonfinite_bit(x[cl + l]);
+            m[l] = x[cl + l] > m[l] ? x[cl + l] : m[l];
+        }
+    return cl;
+}
+#if PD_ARCH_X86_64
+/* maxpd(v, m) is v > m ? v : m lane by lane, the scalar chains' step (GCC does not form it
+ * from the conditional without finite-math flags) */
+#define CHAINS_VECTOR(VEC, IVEC, W, load, store, storei, set1, and_, or_, add, max, cast)  \
+    size_t cl = 0;                                                                  \
+    VEC mv[8 / W];                                                                  \
+    IVEC av = set1(0);                                                              \
+    const IVEC em = set1(0x7FF0000000000000LL), lo = set1(0x0010000000000000LL);    \
+    for (int h = 0; h < 8 / W; h++) mv[h] = load(m + h * W);                        \
+    for (; cl + 8 <= V; cl += 8)                                                    \
+        for (int h = 0; h < 8 / W; h++) {                                           \
+            const VEC v = load(x + cl + h * W);                                     \
+            av = or_(av, add(and_(cast(v), em), lo));                               \
+            mv[h] = max(v, mv[h]);                                                  \
+        }                                                                           \
+    uint64_t a[W];                                                                  \
+    storei((void *)a, av);                                                          \
+    for (int l = 0; l < W; l++) *any |= a[l];                                       \
+    for (int h = 0; h < 8 / W; h++) store(m + h * W, mv[h]);                        \
+    return cl
+PD_TARGET("avx2") static size_t chains_avx2(const double *x, size_t V, double *m, uint64_t *any) {
+    CHAINS_VECTOR(__m256d, __m256i, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_storeu_si256,
+                  _mm256_set1_epi64x, _mm256_and_si256, _mm256_or_si256, _mm256_add_epi64,
+                  _mm256_max_pd, _mm256_castpd_si256);
+}
+PD_TARGET("avx512f") static size_t chains_avx512(const double *x, size_t V, double *m, uint64_t *any) {
+    CHAINS_VECTOR(__m512d, __m512i, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_storeu_si512,
+                  _mm512_set1_epi64, _mm512_and_si512, _mm512_or_si512, _mm512_add_epi64,
+                  _mm512_max_pd, _mm512_castpd_si512);
+}
+#endif
 /* p = x - mx; returns the first index whose shift is zero (V when none), as a minimum of
  * indices so the loop has no exit */
 #define SHIFT_LOOP                                                                  \
@@ -71,8 +110,8 @@ typedef struct {
     void (*scale)(const double *p, size_t V, double scale, double *d);
 } row_loops;
 
-#define ROW_LOOPS(suffix, target)                                                                 \
-    target static int row_max##suffix(const double *x, size_t V, double *out) { MAX_LOOP; }      \
+#define ROW_LOOPS(suffix, target, chains)                                                         \
+    target static int row_max##suffix(const double *x, size_t V, double *out) { MAX_LOOP(chains); } \
     target static size_t row_shift##suffix(const double *x, size_t V, double mx, double *p) {    \
         SHIFT_LOOP;                                                                               \
     }                                                                                             \
@@ -83,10 +122,10 @@ typedef struct {
     static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix, \
                                             row_scale##suffix};
 
-ROW_LOOPS(_baseline, )
+ROW_LOOPS(_baseline, , chains_scalar)
 #if PD_ARCH_X86_64
-ROW_LOOPS(_avx2, PD_TARGET("avx2"))
-ROW_LOOPS(_avx512, PD_TARGET("avx512f"))
+ROW_LOOPS(_avx2, PD_TARGET("avx2"), chains_avx2)
+ROW_LOOPS(_avx512, PD_TARGET("avx512f"), chains_avx512)
 #endif
 
 static const row_loops *current_loops(void) {
