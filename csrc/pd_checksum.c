@@ -102,12 +102,7 @@ static void sum_task(void *vctx, size_t begin, size_t end) {
 
 /* The widest loop the products' instruction-set path allows (one sum on every path). */
 static uint64_t (*sum_loop(void))(const double *, size_t, size_t) {
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return mix_sum_avx512;
-    if (isa == PD_ISA_AVX2) return mix_sum_avx2;
-#endif
-    return mix_sum;
+    return PD_ISA_PICK(mix_sum, mix_sum_avx2, mix_sum_avx512);
 }
 
 size_t pd_values_checksum(const double *x, size_t n) {

@@ -56,11 +56,7 @@ pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_err
 }
 
 int pd_all_finite(const double *x, size_t n, size_t *where) {
-    finite_ctx c = {x, scan, 0};
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    c.scan = isa == PD_ISA_AVX512 ? scan_avx512 : isa == PD_ISA_AVX2 ? scan_avx2 : scan;
-#endif
+    finite_ctx c = {x, PD_ISA_PICK(scan, scan_avx2, scan_avx512), 0};
     if (n <= PD_SCAN_GRAIN) finite_task(&c, 0, n); /* one chunk: no pool round trip */
     else pd_parallel_for(n, PD_SCAN_GRAIN, finite_task, &c);
     if (!c.bad) return 1;

@@ -42,10 +42,5 @@ GRAD_LOOPS(_avx512, PD_TARGET("avx512f"))
 #endif
 
 const pd_grad_loops *pd_grad_loops_current(void) {
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return &loops_avx512;
-    if (isa == PD_ISA_AVX2) return &loops_avx2;
-#endif
-    return &loops_baseline;
+    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
 }

@@ -17,4 +17,12 @@ static inline pd_isa pd_current_isa(void) {
     return PD_ISA_BASELINE;
 }
 
+/* The current path's variant of a loop, from its three spellings (off x86-64 only `base` exists). */
+#if PD_ARCH_X86_64
+#define PD_ISA_PICK(base, avx2, avx512)                                                            \
+    (pd_current_isa() == PD_ISA_AVX512 ? (avx512) : pd_current_isa() == PD_ISA_AVX2 ? (avx2) : (base))
+#else
+#define PD_ISA_PICK(base, avx2, avx512) (base)
+#endif
+
 #endif

@@ -42,12 +42,8 @@ HEAD_TASKS(_avx512, PD_TARGET("avx512f"))
 #endif
 
 static pd_task_fn current_task(int merge) {
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return merge ? merge_rows_avx512 : split_rows_avx512;
-    if (isa == PD_ISA_AVX2) return merge ? merge_rows_avx2 : split_rows_avx2;
-#endif
-    return merge ? merge_rows_baseline : split_rows_baseline;
+    return merge ? PD_ISA_PICK(merge_rows_baseline, merge_rows_avx2, merge_rows_avx512)
+                 : PD_ISA_PICK(split_rows_baseline, split_rows_avx2, split_rows_avx512);
 }
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {

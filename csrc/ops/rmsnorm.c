@@ -58,12 +58,7 @@ ROW_LOOPS(_avx512, PD_TARGET("avx512f"))
 #endif
 
 static const row_loops *current_loops(void) {
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return &loops_avx512;
-    if (isa == PD_ISA_AVX2) return &loops_avx2;
-#endif
-    return &loops_baseline;
+    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
 }
 
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */

@@ -73,12 +73,8 @@ ROPE_TASKS(_avx512, PD_TARGET("avx512f"))
 #endif
 
 static pd_task_fn current_task(int inverse) {
-#if PD_ARCH_X86_64
-    const pd_isa isa = pd_current_isa();
-    if (isa == PD_ISA_AVX512) return inverse ? unrotate_rows_avx512 : rotate_rows_avx512;
-    if (isa == PD_ISA_AVX2) return inverse ? unrotate_rows_avx2 : rotate_rows_avx2;
-#endif
-    return inverse ? unrotate_rows_baseline : rotate_rows_baseline;
+    return inverse ? PD_ISA_PICK(unrotate_rows_baseline, unrotate_rows_avx2, unrotate_rows_avx512)
+                   : PD_ISA_PICK(rotate_rows_baseline, rotate_rows_avx2, rotate_rows_avx512);
 }
 
 void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
