@@ -106,6 +106,41 @@ def health_rows(directory):
     return [json.loads(x) for x in (directory / "health.jsonl").read_text().splitlines()]
 
 
+def test_a_resumed_run_keeps_its_observe_checkpoint_and_plot_options_and_its_directory(tmp_path, config):
+    full, part = tmp_path / "full", tmp_path / "part"
+    common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 3, "--steps", 6]
+    assert run("train", CORPUS, *common, "--observe-every", 2, "--checkpoint-every", 2, "--out", full,
+               "--plot", full / "train.png") == 0
+    part.mkdir()
+    (part / "step-000002.safetensors").write_bytes((full / "step-000002.safetensors").read_bytes())
+    (full / "train.png").unlink()
+    # no --out, --observe-every, --checkpoint-every or --plot: all come from the checkpoint
+    assert run("train", CORPUS, "--resume", part / "step-000002.safetensors") == 0
+    assert sorted(p.name for p in part.glob("*.safetensors")) == [
+        "step-000002.safetensors", "step-000004.safetensors", "step-000006.safetensors"]
+    assert [h["step"] for h in health_rows(part)] == [2, 4, 6]
+    assert health_rows(part) == [h for h in health_rows(full) if h["step"] >= 2]
+    assert_same_checkpoint(full / "step-000006.safetensors", part / "step-000006.safetensors")
+    assert (full / "train.png").stat().st_size > 10_000  # the stored --plot path, written again
+    # a value given again wins over the stored one
+    assert run("train", CORPUS, "--resume", part / "step-000004.safetensors", "--observe-every", 0,
+               "--out", tmp_path / "quiet") == 0
+    assert health_rows(tmp_path / "quiet") == []
+
+
+def test_a_resume_refuses_a_tampered_stored_option(tmp_path, config, capsys):
+    out = tmp_path / "t"
+    assert run("train", CORPUS, "--config", config, "--batch", 1, "--sequence-length", 8, "--steps", 1,
+               "--out", out) == 0
+    ck = checkpoint.load(out / "step-000001.safetensors")
+    extra = dict(ck.extra)
+    extra["train"] = {**extra["train"], "observe_every": "often"}
+    checkpoint.save(out / "bad.safetensors", ck.model, optimizer=ck.optimizer(), rng=ck.rng, record=ck.record,
+                    step=ck.step, extra=extra)
+    assert run("train", CORPUS, "--resume", out / "bad.safetensors", "--steps", 2) == 1
+    assert "observe_every" in capsys.readouterr().err and not (out / "step-000002.safetensors").exists()
+
+
 def test_the_end_observation_is_what_a_longer_run_observes_at_that_step(tmp_path, config):
     common = ["--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2]
     assert run("train", CORPUS, "--config", config, *common, "--steps", 6, "--checkpoint-every", 4,

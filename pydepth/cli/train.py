@@ -19,6 +19,8 @@ from . import _args
 #: Run settings stored in each checkpoint's extra["train"]; a resumed run reuses them.
 _SETTINGS = ("policy", "seed", "batch", "tokens", "lr", "min_lr", "warmup", "weight_decay")
 _OPTION = {"tokens": "sequence-length"}  # settings whose option has another name
+#: Options a resumed run takes from its checkpoint unless given again (then the new value wins).
+_RUN_OPTIONS: Dict[str, Any] = {"observe_every": 0, "checkpoint_every": 0, "plot": None}
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -42,15 +44,19 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--seed", type=_args.seed, help="SplitMix64 seed of the initialization and the batches (default 0)")
     p.add_argument("--policy", choices=("scaled", "unscaled"), help="depth-scaled initialization (default) or "
                    "the same base draw unscaled")
-    p.add_argument("--checkpoint-every", type=_args.nonnegative, default=0, metavar="K",
-                   help="write a checkpoint every K steps (0: only the final one)")
-    p.add_argument("--observe-every", type=_args.nonnegative, default=0, metavar="K",
-                   help="observe residual health every K steps from step 0, and the final parameters (0: never)")
-    p.add_argument("--out", default="train-out", metavar="DIR", help="output directory (default train-out)")
-    p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command")
+    p.add_argument("--checkpoint-every", type=_args.nonnegative, metavar="K",
+                   help="write a checkpoint every K steps (default 0: only the final one; "
+                   "a resumed run keeps its checkpoint's value)")
+    p.add_argument("--observe-every", type=_args.nonnegative, metavar="K",
+                   help="observe residual health every K steps from step 0, and the final parameters "
+                   "(default 0: never; a resumed run keeps its checkpoint's value)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default train-out; "
+                   "a resumed run: the checkpoint's directory)")
+    p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command, "
+                   "with its settings, --observe-every, --checkpoint-every and --plot")
     p.add_argument("--plot", metavar="PATH", help="at the end, plot loss and site ratios over steps: PATH ending "
                    "in .png, .svg or .pdf writes that file, any other PATH writes PATH.png and PATH.svg "
-                   "(needs pip install 'pydepth[plot]')")
+                   "(needs pip install 'pydepth[plot]'; a resumed run keeps its checkpoint's value)")
 
 
 def _total_steps(text: Optional[str]) -> Optional[int]:
@@ -133,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     text = pathlib.Path(args.text_file).read_bytes()
     digest = hashlib.sha256(text).hexdigest()
     documents = byte_documents(text)
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(args.out if args.out is not None
+                       else pathlib.Path(args.resume).parent if args.resume else "train-out")
+    saved = None
     if args.resume:
         ck = checkpoint.load(args.resume)
         saved = (ck.extra or {}).get("train") if isinstance(ck.extra, dict) else None
@@ -165,6 +173,16 @@ def run(args: argparse.Namespace) -> int:
                                  min_lr=min(settings["min_lr"], settings["lr"]))
         optimizer = AdamW(model.parameters, lr=schedule, weight_decay=settings["weight_decay"])
         step = 0
+    # given options win; a resumed run keeps its checkpoint's (checkpoints before these were stored: defaults)
+    options = {k: getattr(args, k) if getattr(args, k) is not None else (saved or {}).get(k, default)
+               for k, default in _RUN_OPTIONS.items()}
+    for k in ("observe_every", "checkpoint_every"):
+        if type(options[k]) is not int or options[k] < 0:
+            raise ValueError(f"{args.resume}: stored {k} must be a non-negative integer, got {options[k]!r}")
+    if options["plot"] is not None and not isinstance(options["plot"], str):
+        raise ValueError(f"{args.resume}: stored plot must be a path string, got {options['plot']!r}")
+    if options["plot"] and not args.plot and _args.plot_missing():
+        return 2
     check_byte_config(model.config, settings["tokens"])
     if total < step:
         raise ValueError(f"--steps {total} is below the checkpoint's step {step}")
@@ -176,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for path in (train_log, health_log):
             path.write_text("")
-    extra = {"train": {**settings, "steps": total, "text_sha256": digest, "text_file": os.path.basename(args.text_file)}}
+    extra = {"train": {**settings, "steps": total, "text_sha256": digest, "text_file": os.path.basename(args.text_file),
+                       **options}}
 
     def save(at: int) -> pathlib.Path:
         path = out / f"step-{at:06d}.safetensors"
@@ -195,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with open(train_log, "a") as tl, open(health_log, "a") as hl:
             while step < total and not interrupted:
-                observe = args.observe_every > 0 and step % args.observe_every == 0
+                observe = options["observe_every"] > 0 and step % options["observe_every"] == 0
                 batch = draw_batch(documents, rng, settings["batch"], settings["tokens"])
                 lr = optimizer.lr
                 t0 = time.perf_counter()
@@ -209,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 tl.flush()
                 elapsed += seconds
                 progress.update(step, loss, lr, positions * (step - first) / elapsed if elapsed > 0 else math.inf)
-                if args.checkpoint_every and step % args.checkpoint_every == 0 and step < total:
+                if options["checkpoint_every"] and step % options["checkpoint_every"] == 0 and step < total:
                     save(step)
     finally:
         if main_thread:
@@ -217,14 +236,14 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     final = save(step)
     sys.stderr.write(f"{'interrupted; ' if interrupted else ''}wrote {final}\n")
-    if args.observe_every > 0:  # the final parameters too, on the batch the next step would draw (a copy of the generator)
+    if options["observe_every"] > 0:  # the final parameters too, on the batch the next step would draw (a copy of the generator)
         loss, report = observe_step(model, draw_batch(documents, rng.copy(), settings["batch"], settings["tokens"]))
         with open(health_log, "a") as hl:
             hl.write(json.dumps({"step": step, "loss": loss, "report": report.to_dict()}) + "\n")
-    if args.plot:
+    if options["plot"]:
         from ..plots_train import plot_training
         rows, observed, title = _read(train_log), _read(health_log), _title(model, settings)
-        for figure in _args.plot_paths(args.plot, lambda target, formats: plot_training(
+        for figure in _args.plot_paths(options["plot"], lambda target, formats: plot_training(
                 rows, observed, target, formats=formats, title=title)):
             sys.stderr.write(f"wrote {figure}\n")
     return 130 if interrupted else 0
