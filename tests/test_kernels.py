@@ -132,6 +132,30 @@ def test_small_products_bit_exact_at_every_tile_edge(kernel_state, path, kind):
                     assert np.array_equal(bits(got), bits(want)), (path, kind, m, k, n, acc)
 
 
+# Packed products with a transposed operand (transpose*.c): panels of 16 (AVX-512) and 8 (AVX2)
+# lanes moved in 8x8 / 4x4 register blocks, partial panels and k remainders by the portable
+# gather; k-blocks of 256 terms, so 603 terms give three blocks ending in a ragged one.
+PACKED_T = [(37, 603, 83), (83, 603, 37), (6, 517, 113), (101, 263, 16), (48, 771, 61)]
+
+
+@pytest.mark.parametrize("path", AVAILABLE)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", ["nt", "tn"])
+def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_state, path, threads, kind):
+    assert _core.force_kernel_path(path)
+    pd.set_num_threads(threads)
+    rng = np.random.default_rng(sum(map(ord, path + kind)) + threads)
+    for m, k, n in PACKED_T:
+        assert m * k * n >= 1 << 18  # above the unpacked threshold: the packed path runs
+        a, b = operands(kind, m, k, n, rng)
+        b[rng.random(b.shape) < 0.1] = -0.0
+        c0 = rng.standard_normal((m, n))
+        for acc in (False, True):
+            got = run(kind, a, b, c0, acc)
+            want = reference(kind, a, b, c0, acc)
+            assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
+
+
 def test_small_products_start_each_sum_at_positive_zero(kernel_state):
     """All terms -0.0: the sum is +0.0 (a kernel seeding with the first product would give -0.0)."""
     for path in AVAILABLE:

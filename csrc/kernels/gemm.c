@@ -9,15 +9,13 @@
 #include "gemm_small.h"
 #include "mm_ref.h"
 #include "pool.h"
+#include "transpose.h"
 #include "ukernel.h"
 #include "../platform/pd_alloc.h"
 #include "../platform/pd_atomic.h"
 #include "../platform/pd_cpu.h"
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
-#if PD_ARCH_X86_64
-#include <emmintrin.h>
-#endif
 
 /* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
  * gemm_small.c were faster below 64x64x64 on AVX2 and AVX-512, about even there (measured by
@@ -118,38 +116,9 @@ int pd_force_kernel_path(const char *name) {
 
 /* ---- packing: zero-padded tiles, so edge slivers only produce discarded outputs ------ */
 
-/* The gathers below move 2x2 blocks: two stored rows, each contiguous in k, give two
- * consecutive packed rows of a pair of lanes (SSE2, part of every x86-64). Twice as few
- * memory operations as element copies; packing is a copy, so bits are untouched. */
-#if PD_ARCH_X86_64
-static size_t gather_pairs(size_t kb, const double *src, size_t ld, size_t lanes, double *dst, int w) {
-    size_t k = 0;
-    for (; k + 2 <= kb; k += 2, dst += 2 * (size_t)w)
-        for (size_t l = 0; l < lanes; l += 2) {
-            const __m128d r0 = _mm_loadu_pd(src + l * ld + k), r1 = _mm_loadu_pd(src + (l + 1) * ld + k);
-            _mm_storeu_pd(dst + l, _mm_unpacklo_pd(r0, r1));
-            _mm_storeu_pd(dst + w + l, _mm_unpackhi_pd(r0, r1));
-        }
-    return k;
-}
-#endif
-
-/* dst[k*w + l] = src[l*ld + k] for k < kb, l < lanes, zero for lanes..w-1: lanes are stored
- * rows contiguous in k (an A sliver, or the panel of a transposed B). */
-static void gather(size_t kb, const double *src, size_t ld, size_t lanes, double *dst, int w) {
-    size_t k = 0;
-#if PD_ARCH_X86_64
-    if (lanes == (size_t)w && w % 2 == 0) k = gather_pairs(kb, src, ld, lanes, dst, w);
-#endif
-    for (dst += k * (size_t)w; k < kb; k++, dst += w) {
-        size_t l = 0;
-        for (; l < lanes; l++) dst[l] = src[l * ld + k];
-        for (; l < (size_t)w; l++) dst[l] = 0.0;
-    }
-}
-
 /* dst[s*kb*mr + k*mr + i] = A(i0+i, k) for sliver s starting at row i0 = s*mr */
-static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa, double *dst, int mr) {
+static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa, double *dst, int mr,
+                   pd_gather_fn gather) {
     for (size_t i0 = 0; i0 < mb; i0 += (size_t)mr) {
         const size_t rows = mb - i0 < (size_t)mr ? mb - i0 : (size_t)mr;
         const double *a = A + i0 * rsa;
@@ -173,7 +142,8 @@ static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa
 }
 
 /* dst[s*kb*nr + k*nr + j] = B(k, j0+j) for panel s starting at column j0 = s*nr */
-static void pack_b(size_t kb, size_t nb, const double *B, size_t rsb, size_t csb, double *dst, int nr) {
+static void pack_b(size_t kb, size_t nb, const double *B, size_t rsb, size_t csb, double *dst, int nr,
+                   pd_gather_fn gather) {
     for (size_t j0 = 0; j0 < nb; j0 += (size_t)nr) {
         const size_t cols = nb - j0 < (size_t)nr ? nb - j0 : (size_t)nr;
         const double *b = B + j0 * csb;
@@ -235,6 +205,7 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
                       size_t ldc, int acc) {
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
     const size_t kc = p->kc, mc = p->mc, nc = p->nc;
+    const pd_gather_fn gather = pd_gather_for(p);
     const int multi = K > kc;
     const size_t nc_eff = N < nc ? N : nc;
     /* a row-major A is read in place by the kernel; only a block's last, partial sliver is packed */
@@ -253,11 +224,12 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
         for (size_t pc = 0; pc < K; pc += kc) {
             const size_t kb = K - pc < kc ? K - pc : kc;
             const int load = pc > 0, last = pc + kb == K;
-            pack_b(kb, nb, B + pc * rsb + jc * csb, rsb, csb, bpack, p->nr);
+            pack_b(kb, nb, B + pc * rsb + jc * csb, rsb, csb, bpack, p->nr, gather);
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
-                if (full < mb) pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr);
+                if (full < mb)
+                    pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr, gather);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     const double *bp = bpack + jr * kb;

@@ -1,6 +1,7 @@
 /* Unpacked small products: the path's vector kernel over B rows read in place (a transposed B
  * copied k-major first), and the portable kernel every path falls back on. */
 #include "gemm_small.h"
+#include "transpose.h"
 #include "../platform/pd_platform.h"
 
 #define COLS 64 /* one row's partial sums kept on the stack */
@@ -23,30 +24,6 @@ void pd_small_generic(size_t M, size_t K, size_t N, const double *A, size_t rsa,
     }
 }
 
-void pd_small_transpose_edges(size_t K, size_t N, const double *B, size_t ldb, double *bt, size_t k0,
-                              size_t n0) {
-    for (size_t n = 0; n < n0; n++)
-        for (size_t k = k0; k < K; k++) bt[k * N + n] = B[n * ldb + k];
-    for (size_t n0s = n0; n0s < N; n0s += 8) { /* strips of 8 stored rows read side by side */
-        const size_t n1 = N - n0s < 8 ? N : n0s + 8;
-        for (size_t k = 0; k < K; k++)
-            for (size_t n = n0s; n < n1; n++) bt[k * N + n] = B[n * ldb + k];
-    }
-}
-
-void pd_small_transpose_generic(size_t K, size_t N, const double *B, size_t ldb, double *bt) {
-    pd_small_transpose_edges(K, N, B, ldb, bt, 0, 0);
-}
-
-static pd_transpose_fn transpose(const pd_gemm_path *p) {
-#if PD_ARCH_X86_64
-    if (p == &pd_path_avx512) return pd_small_transpose_avx512;
-    if (p == &pd_path_avx2) return pd_small_transpose_avx2;
-#endif
-    (void)p;
-    return pd_small_transpose_generic;
-}
-
 static pd_small_fn small_kernel(const pd_gemm_path *p) {
 #if PD_ARCH_X86_64
     if (p == &pd_path_avx512) return pd_small_avx512;
@@ -60,7 +37,7 @@ void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const doub
                  size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
                  size_t ldc, int acc) {
     if (csb != 1) { /* bt[k*N + n] = B(k, n); the callers' transposed B has rsb == 1 */
-        if (rsb == 1) transpose(p)(K, N, B, csb, bt);
+        if (rsb == 1) pd_transpose_for(p)(K, N, B, csb, bt);
         else
             for (size_t n = 0; n < N; n++)
                 for (size_t k = 0; k < K; k++) bt[k * N + n] = B[k * rsb + n * csb];

@@ -17,17 +17,8 @@ void pd_small_avx2(size_t M, size_t K, size_t N, const double *A, size_t rsa, si
 void pd_small_avx512(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
                      const double *B, size_t rsb, double *C, size_t ldc, int acc);
 
-/* bt[k*N + n] = B[n*ldb + k] (a transposed B made k-major); the vector paths move full blocks
- * in registers and leave the k >= k0 columns and n >= n0 rows to pd_small_transpose_edges. */
-typedef void (*pd_transpose_fn)(size_t K, size_t N, const double *B, size_t ldb, double *bt);
-void pd_small_transpose_generic(size_t K, size_t N, const double *B, size_t ldb, double *bt);
-void pd_small_transpose_avx2(size_t K, size_t N, const double *B, size_t ldb, double *bt);
-void pd_small_transpose_avx512(size_t K, size_t N, const double *B, size_t ldb, double *bt);
-void pd_small_transpose_edges(size_t K, size_t N, const double *B, size_t ldb, double *bt, size_t k0,
-                              size_t n0);
-
 /* The same product with B at any strides on path p: a B whose rows are not contiguous
- * (csb != 1) is first copied k-major into bt, which holds K*N doubles (unused otherwise). */
+ * (csb != 1) is first copied k-major (transpose.h) into bt, which holds K*N doubles (unused otherwise). */
 void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A, size_t rsa,
                  size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
                  size_t ldc, int acc);

@@ -66,25 +66,6 @@ PD_TARGET("avx2") void pd_small_avx2(size_t M, size_t K, size_t N, const double 
     }
     if (j < N) pd_small_generic(M, K, N - j, A, rsa, csa, B + j, rsb, C + j, ldc, acc);
 }
-/* bt[k*N + n] = B[n*ldb + k]: 4x4 blocks transposed in registers, the edges one by one. */
-PD_TARGET("avx2") void pd_small_transpose_avx2(size_t K, size_t N, const double *B, size_t ldb,
-                                               double *bt) {
-    const size_t N4 = N / 4 * 4, K4 = K / 4 * 4;
-    for (size_t n = 0; n < N4; n += 4)
-        for (size_t k = 0; k < K4; k += 4) {
-            const double *b = B + n * ldb + k;
-            const __m256d r0 = _mm256_loadu_pd(b), r1 = _mm256_loadu_pd(b + ldb);
-            const __m256d r2 = _mm256_loadu_pd(b + 2 * ldb), r3 = _mm256_loadu_pd(b + 3 * ldb);
-            const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-            const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-            double *o = bt + k * N + n;
-            _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
-            _mm256_storeu_pd(o + N, _mm256_permute2f128_pd(t1, t3, 0x20));
-            _mm256_storeu_pd(o + 2 * N, _mm256_permute2f128_pd(t0, t2, 0x31));
-            _mm256_storeu_pd(o + 3 * N, _mm256_permute2f128_pd(t1, t3, 0x31));
-        }
-    pd_small_transpose_edges(K, N, B, ldb, bt, K4, N4);
-}
 #else
 typedef int pd_gemm_small_avx2_unused; /* no x86-64: this path does not exist */
 #endif

@@ -69,37 +69,6 @@ PD_TARGET("avx512f") void pd_small_avx512(size_t M, size_t K, size_t N, const do
         }
     }
 }
-/* bt[k*N + n] = B[n*ldb + k]: 8x8 blocks transposed in registers, the edges one by one. */
-PD_TARGET("avx512f") void pd_small_transpose_avx512(size_t K, size_t N, const double *B, size_t ldb,
-                                                    double *bt) {
-    const size_t N8 = N / 8 * 8, K8 = K / 8 * 8;
-    for (size_t n = 0; n < N8; n += 8)
-        for (size_t k = 0; k < K8; k += 8) {
-            const double *b = B + n * ldb + k;
-            __m512d r[8], t[8], u[8];
-            for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_pd(b + i * ldb);
-            for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);     /* k even of rows i, i+1 */
-                t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]); /* k odd */
-            }
-            for (int i = 0; i < 8; i += 4) { /* 128-bit pairs: k = 0,4 | 2,6 | 1,5 | 3,7 */
-                u[i] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0x88);
-                u[i + 1] = _mm512_shuffle_f64x2(t[i], t[i + 2], 0xDD);
-                u[i + 2] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0x88);
-                u[i + 3] = _mm512_shuffle_f64x2(t[i + 1], t[i + 3], 0xDD);
-            }
-            double *o = bt + k * N + n;
-            _mm512_storeu_pd(o + 0 * N, _mm512_shuffle_f64x2(u[0], u[4], 0x88));
-            _mm512_storeu_pd(o + 4 * N, _mm512_shuffle_f64x2(u[0], u[4], 0xDD));
-            _mm512_storeu_pd(o + 2 * N, _mm512_shuffle_f64x2(u[1], u[5], 0x88));
-            _mm512_storeu_pd(o + 6 * N, _mm512_shuffle_f64x2(u[1], u[5], 0xDD));
-            _mm512_storeu_pd(o + 1 * N, _mm512_shuffle_f64x2(u[2], u[6], 0x88));
-            _mm512_storeu_pd(o + 5 * N, _mm512_shuffle_f64x2(u[2], u[6], 0xDD));
-            _mm512_storeu_pd(o + 3 * N, _mm512_shuffle_f64x2(u[3], u[7], 0x88));
-            _mm512_storeu_pd(o + 7 * N, _mm512_shuffle_f64x2(u[3], u[7], 0xDD));
-        }
-    pd_small_transpose_edges(K, N, B, ldb, bt, K8, N8);
-}
 #else
 typedef int pd_gemm_small_avx512_unused; /* no x86-64: this path does not exist */
 #endif
