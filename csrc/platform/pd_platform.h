@@ -13,14 +13,17 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define PD_TARGET(isa) __attribute__((target(isa)))
 #define PD_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+#define PD_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #define PD_THREAD_LOCAL _Thread_local
 #elif defined(_MSC_VER)
 #define PD_TARGET(isa)
 #define PD_PREFETCH_W(p) ((void)(p))
+#define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL __declspec(thread)
 #else
 #define PD_TARGET(isa)
 #define PD_PREFETCH_W(p) ((void)(p))
+#define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL _Thread_local
 #endif
 
