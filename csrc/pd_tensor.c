@@ -32,11 +32,9 @@ int pd_can_allocate(size_t n) {
     uint64_t any = 0;                                                        \
     for (size_t i = begin; i < end; i++) any |= pd_nonfinite_bit(x[i]);      \
     return any
-static uint64_t scan(const double *x, size_t begin, size_t end) { SCAN_LOOP; }
-#if PD_ARCH_X86_64
-PD_TARGET("avx2") static uint64_t scan_avx2(const double *x, size_t begin, size_t end) { SCAN_LOOP; }
-PD_TARGET("avx512f") static uint64_t scan_avx512(const double *x, size_t begin, size_t end) { SCAN_LOOP; }
-#endif
+#define SCAN(suffix, target) \
+    target static uint64_t scan##suffix(const double *x, size_t begin, size_t end) { SCAN_LOOP; }
+PD_ISA_VARIANTS(SCAN)
 
 typedef struct {
     const double *x;
@@ -56,7 +54,7 @@ pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_err
 }
 
 int pd_all_finite(const double *x, size_t n, size_t *where) {
-    finite_ctx c = {x, PD_ISA_PICK(scan, scan_avx2, scan_avx512), 0};
+    finite_ctx c = {x, PD_ISA_CURRENT(scan), 0};
     if (n <= PD_SCAN_GRAIN) finite_task(&c, 0, n); /* one chunk: no pool round trip */
     else pd_parallel_for(n, PD_SCAN_GRAIN, finite_task, &c);
     if (!c.bad) return 1;

@@ -35,11 +35,7 @@
     static const pd_grad_loops loops##suffix = {commit_direct##suffix, check_sum##suffix,          \
                                                 commit_sum##suffix};
 
-GRAD_LOOPS(_baseline, )
-#if PD_ARCH_X86_64
-GRAD_LOOPS(_avx2, PD_TARGET("avx2"))
-GRAD_LOOPS(_avx512, PD_TARGET("avx512f"))
-#endif
+PD_ISA_VARIANTS(GRAD_LOOPS)
 
 const pd_grad_loops *pd_grad_loops_current(void) {
     return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);

@@ -25,4 +25,13 @@ static inline pd_isa pd_current_isa(void) {
 #define PD_ISA_PICK(base, avx2, avx512) (base)
 #endif
 
+/* DEF(suffix, target) once per path: _baseline, and on x86-64 _avx2 and _avx512 under their targets. */
+#if PD_ARCH_X86_64
+#define PD_ISA_VARIANTS(DEF) DEF(_baseline, ) DEF(_avx2, PD_TARGET("avx2")) DEF(_avx512, PD_TARGET("avx512f"))
+#else
+#define PD_ISA_VARIANTS(DEF) DEF(_baseline, )
+#endif
+/* The current path's variant of a function defined through PD_ISA_VARIANTS. */
+#define PD_ISA_CURRENT(stem) PD_ISA_PICK(stem##_baseline, stem##_avx2, stem##_avx512)
+
 #endif

@@ -35,15 +35,10 @@ typedef struct {
     target static void split_rows##suffix(void *vctx, size_t begin, size_t end) { SPLIT_LOOP } \
     target static void merge_rows##suffix(void *vctx, size_t begin, size_t end) { MERGE_LOOP }
 
-HEAD_TASKS(_baseline, )
-#if PD_ARCH_X86_64
-HEAD_TASKS(_avx2, PD_TARGET("avx2"))
-HEAD_TASKS(_avx512, PD_TARGET("avx512f"))
-#endif
+PD_ISA_VARIANTS(HEAD_TASKS)
 
 static pd_task_fn current_task(int merge) {
-    return merge ? PD_ISA_PICK(merge_rows_baseline, merge_rows_avx2, merge_rows_avx512)
-                 : PD_ISA_PICK(split_rows_baseline, split_rows_avx2, split_rows_avx512);
+    return merge ? PD_ISA_CURRENT(merge_rows) : PD_ISA_CURRENT(split_rows);
 }
 
 void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {

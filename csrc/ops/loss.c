@@ -45,7 +45,7 @@ typedef struct {
             if (x[cl] == 0.0) { mx = x[cl]; break; }                                \
     *out = mx;                                                                      \
     return 1
-static size_t chains_scalar(const double *x, size_t V, double *m, uint64_t *any) {
+static size_t chains_baseline(const double *x, size_t V, double *m, uint64_t *any) {
     size_t cl = 0;
     for (; cl + 8 <= V; cl += 8)
         for (int l = 0; l < 8; l++) {
@@ -110,8 +110,10 @@ typedef struct {
     void (*scale)(const double *p, size_t V, double scale, double *d);
 } row_loops;
 
-#define ROW_LOOPS(suffix, target, chains)                                                         \
-    target static int row_max##suffix(const double *x, size_t V, double *out) { MAX_LOOP(chains); } \
+#define ROW_LOOPS(suffix, target)                                                                 \
+    target static int row_max##suffix(const double *x, size_t V, double *out) {                  \
+        MAX_LOOP(chains##suffix);                                                                 \
+    }                                                                                             \
     target static size_t row_shift##suffix(const double *x, size_t V, double mx, double *p) {    \
         SHIFT_LOOP;                                                                               \
     }                                                                                             \
@@ -122,11 +124,7 @@ typedef struct {
     static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix, \
                                             row_scale##suffix};
 
-ROW_LOOPS(_baseline, , chains_scalar)
-#if PD_ARCH_X86_64
-ROW_LOOPS(_avx2, PD_TARGET("avx2"), chains_avx2)
-ROW_LOOPS(_avx512, PD_TARGET("avx512f"), chains_avx512)
-#endif
+PD_ISA_VARIANTS(ROW_LOOPS)
 
 static const row_loops *current_loops(void) {
     return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);

@@ -51,11 +51,7 @@ typedef struct {
     }                                                                                               \
     static const row_loops loops##suffix = {scale##suffix, back##suffix};
 
-ROW_LOOPS(_baseline, )
-#if PD_ARCH_X86_64
-ROW_LOOPS(_avx2, PD_TARGET("avx2"))
-ROW_LOOPS(_avx512, PD_TARGET("avx512f"))
-#endif
+PD_ISA_VARIANTS(ROW_LOOPS)
 
 static const row_loops *current_loops(void) {
     return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);

@@ -66,15 +66,10 @@ typedef struct {
         ROWS_LOOP(UNROTATE_LOOP)                                                                  \
     }
 
-ROPE_TASKS(_baseline, )
-#if PD_ARCH_X86_64
-ROPE_TASKS(_avx2, PD_TARGET("avx2"))
-ROPE_TASKS(_avx512, PD_TARGET("avx512f"))
-#endif
+PD_ISA_VARIANTS(ROPE_TASKS)
 
 static pd_task_fn current_task(int inverse) {
-    return inverse ? PD_ISA_PICK(unrotate_rows_baseline, unrotate_rows_avx2, unrotate_rows_avx512)
-                   : PD_ISA_PICK(rotate_rows_baseline, rotate_rows_avx2, rotate_rows_avx512);
+    return inverse ? PD_ISA_CURRENT(unrotate_rows) : PD_ISA_CURRENT(rotate_rows);
 }
 
 void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
