@@ -52,7 +52,10 @@ def _is_scalar(x: object) -> bool:
     return not isinstance(x, np.ndarray) and np.ndim(x) == 0
 
 
-def _unary(into: Callable[[np.ndarray, np.ndarray], None], x: object) -> ArrayOrScalar:
+def _unary(into: Callable[[np.ndarray, np.ndarray], None], one: Callable[[float], float],
+           x: object) -> ArrayOrScalar:
+    if isinstance(x, float):  # the fast path for one Python float
+        return np.float64(one(x))
     arr = _as_float64(x, "x")
     out = np.empty(arr.shape, dtype=np.float64)
     into(arr.reshape(-1), out.reshape(-1))
@@ -61,37 +64,27 @@ def _unary(into: Callable[[np.ndarray, np.ndarray], None], x: object) -> ArrayOr
 
 def exp(x: object) -> ArrayOrScalar:
     """e**x elementwise as a new float64 array (a float64 scalar for a scalar input)."""
-    if isinstance(x, float):  # the fast path for one Python float
-        return np.float64(_elementary.exp_float(x))
-    return _unary(_elementary.exp_into, x)
+    return _unary(_elementary.exp_into, _elementary.exp_float, x)
 
 
 def log(x: object) -> ArrayOrScalar:
     """Natural logarithm elementwise (NaN below 0, -inf at 0), as a new float64 array."""
-    if isinstance(x, float):  # the fast path for one Python float
-        return np.float64(_elementary.log_float(x))
-    return _unary(_elementary.log_into, x)
+    return _unary(_elementary.log_into, _elementary.log_float, x)
 
 
 def log1p(x: object) -> ArrayOrScalar:
     """log(1 + x) elementwise, accurate near 0 (NaN below -1, -inf at -1)."""
-    if isinstance(x, float):  # the fast path for one Python float
-        return np.float64(_elementary.log1p_float(x))
-    return _unary(_elementary.log1p_into, x)
+    return _unary(_elementary.log1p_into, _elementary.log1p_float, x)
 
 
 def sin(x: object) -> ArrayOrScalar:
     """Sine of x radians elementwise (NaN for infinite x)."""
-    if isinstance(x, float):  # the fast path for one Python float
-        return np.float64(_elementary.sin_float(x))
-    return _unary(_elementary.sin_into, x)
+    return _unary(_elementary.sin_into, _elementary.sin_float, x)
 
 
 def cos(x: object) -> ArrayOrScalar:
     """Cosine of x radians elementwise (NaN for infinite x)."""
-    if isinstance(x, float):  # the fast path for one Python float
-        return np.float64(_elementary.cos_float(x))
-    return _unary(_elementary.cos_into, x)
+    return _unary(_elementary.cos_into, _elementary.cos_float, x)
 
 
 def pow(x: object, y: object) -> ArrayOrScalar:  # the C name, on purpose

@@ -1,5 +1,8 @@
 /* exp over arrays, four lanes at a time with AVX2 and FMA: the same operations as pd_exp
- * (exp_core.h) per lane, so the same bits. Lanes outside 2^-54 <= |x| < 512 take pd_exp. */
+ * (exp_core.h) per lane, so the same bits. Lanes outside 2^-54 <= |x| < 512 (a softmax row's
+ * zero shift, for one) take pd_exp alone, and a short tail runs as one group padded in range,
+ * so the rest of such a group stays in the vector loop. */
+#include <string.h>
 #include "exp_avx2.h"
 #include "exp.h"
 #include "../platform/pd_platform.h"
@@ -26,10 +29,7 @@ PD_TARGET("avx2,fma") void pd_libm_fma_exp_array(size_t n, const double *in, dou
         const __m256i top = _mm256_and_si256(_mm256_srli_epi64(_mm256_castpd_si256(x), 52), exp_mask);
         const __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(top, lo_top),
                                             _mm256_cmpgt_epi64(hi_top, top));
-        if (_mm256_movemask_pd(_mm256_castsi256_pd(ok)) != 0xf) {
-            for (size_t j = i; j < i + 4; j++) out[j] = pd_exp(in[j]);
-            continue;
-        }
+        const int in_range = _mm256_movemask_pd(_mm256_castsi256_pd(ok)); /* bit l: lane l */
         const __m256d shifted = _mm256_fmadd_pd(inv_ln2_n, x, shift);
         const __m256d kd = _mm256_sub_pd(shifted, shift);
         const __m256i ki = _mm256_castpd_si256(shifted);
@@ -45,9 +45,22 @@ PD_TARGET("avx2,fma") void pd_libm_fma_exp_array(size_t n, const double *in, dou
         const __m256d lead = _mm256_add_pd(tail, r);
         const __m256d tmp = _mm256_fmadd_pd(_mm256_mul_pd(r2, r2), p45, _mm256_fmadd_pd(r2, p23, lead));
         const __m256d scale = _mm256_castsi256_pd(sbits);
-        _mm256_storeu_pd(out + i, _mm256_fmadd_pd(scale, tmp, scale));
+        const __m256d y = _mm256_fmadd_pd(scale, tmp, scale); /* out-of-range lanes: replaced below */
+        if (in_range == 0xf) {
+            _mm256_storeu_pd(out + i, y);
+            continue;
+        }
+        double xs[4], ys[4]; /* x kept aside: out may be in */
+        _mm256_storeu_pd(xs, x);
+        _mm256_storeu_pd(ys, y);
+        for (int l = 0; l < 4; l++) out[i + l] = (in_range >> l & 1) ? ys[l] : pd_exp(xs[l]);
     }
-    for (; i < n; i++) out[i] = pd_exp(in[i]);
+    if (i < n) {
+        double t[4] = {-1.0, -1.0, -1.0, -1.0};
+        memcpy(t, in + i, (n - i) * sizeof(double));
+        pd_libm_fma_exp_array(4, t, t);
+        memcpy(out + i, t, (n - i) * sizeof(double));
+    }
 }
 
 const pd_exp_array_fn pd_exp_array_avx2_fma = pd_libm_fma_exp_array;

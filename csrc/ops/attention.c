@@ -9,7 +9,6 @@
 #include <string.h>
 #include "attention.h"
 #include "canon.h"
-#include "softmax_exp.h"
 #include "../kernels/gemm.h"
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
@@ -73,8 +72,7 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
                     p[j] = p[j] - mx;
                     if (p[j] == 0.0 && first_max == i + 1) first_max = j;
                 }
-                /* the same exp(x - mx) the normalisation divides; p past i is cleared below */
-                pd_softmax_exp(p + s0, i + 1 - s0, first_max - s0, T - 1 - i);
+                pd_exp_array(i + 1 - s0, p + s0, p + s0); /* the same exp(x - mx) the normalisation divides */
                 double tail = 0.0;
                 for (size_t j = s0; j <= i; j++)
                     if (j != first_max) tail = tail + p[j];

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include "loss.h"
 #include "canon.h"
-#include "softmax_exp.h"
 #include "../pd_nodes.h"
 #include "../pd_tensor.h"
 #include "../kernels/isa.h"
@@ -163,7 +162,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
             /* the first zero shift: its exp, the literal 1, stays out of tail */
             const size_t fm = L->shift(x, V, mxs[r], p);
             first_max[r] = fm;
-            pd_softmax_exp(p, V, fm, 0); /* the same exp(x - mx) the probability divides */
+            pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
             if (fm == V) continue; /* no zero shift: only a row without logits (V == 0) */
             lead[r] = p[fm];
             p[fm] = 0.0; /* every term is >= +0.0, so adding +0.0 is leaving it out */
