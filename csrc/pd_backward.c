@@ -9,6 +9,7 @@
 #include "kernels/pool.h"
 #include "pd_buffer.h"
 #include "pd_checksum.h"
+#include "pd_grad.h"
 #include "pd_interrupt.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
@@ -340,10 +341,7 @@ static pd_status commit_gradients(const pd_model *m, double *const *contribution
 static void restore_direct(const pd_model *m, const backward_scratch *s) {
     if (!s->direct) return;
     for (size_t i = 0; i < m->n_params; i++)
-        if (s->direct[i]) {
-            memset(m->params[i]->grad, 0, m->params[i]->size * sizeof(double));
-            m->params[i]->grad_zero = 1;
-        }
+        if (s->direct[i]) pd_grad_zero(m->params[i]);
 }
 
 /* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
