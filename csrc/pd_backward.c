@@ -1,15 +1,12 @@
 /* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward: the forward
  * read backwards, one VJP per line. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pd_backward.h"
 #include "kernels/gemm.h"
-#include "kernels/grad_loops.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
-#include "pd_checksum.h"
-#include "pd_grad.h"
+#include "pd_grad_txn.h"
 #include "pd_interrupt.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
@@ -40,10 +37,11 @@ typedef struct {
     double *inverse_rms, *mean_square;               /* [N], filled only on request */
 } block_adjoints;
 
-/* Everything one reverse pass writes, carved from one pooled arena. */
+/* Everything one reverse pass writes: the adjoints, carved from one pooled arena, and the
+ * parameter contributions of its transaction. */
 typedef struct {
-    double **grad;          /* [n_params]: this pass's contribution to each parameter gradient */
-    uint8_t *direct;        /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
+    double **grad;          /* [n_params]: the transaction's contribution to each parameter gradient */
+    const uint8_t *direct;  /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
     double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
     double *final_norm_out; /* [N, W] adjoint of the final norm output */
     double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
@@ -243,144 +241,29 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
-#define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
-
-/* A direct contribution (written into a gradient of +0.0) commits as grad = 0.0 + c: the bits
- * of (+0.0) + c on the buffered path, -0.0 included. That write is its own check: a refused
- * pass zeroes a direct gradient again (restore_direct). */
-typedef struct {
-    double *grad;
-    const double *adj;
-    const pd_grad_loops *loops;
-    int direct;
-    int bad;
-} grad_ctx;
-
-static void grad_check_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    const uint64_t any = c->direct ? c->loops->commit_direct(c->grad, begin, end)
-                                   : c->loops->check_sum(c->grad, c->adj, begin, end);
-    if (any >> 63) c->bad = 1;
-}
-
-static void grad_commit_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    if (!c->direct) c->loops->commit_sum(c->grad, c->adj, begin, end);
-}
-
-typedef struct {
-    const pd_model *m;
-    double *const *contribution;
-    const uint8_t *direct; /* per parameter, or NULL */
-    const pd_grad_loops *loops;
-    uint8_t *bad;          /* per parameter */
-} commit_ctx;
-
-static grad_ctx grad_ctx_of(const commit_ctx *c, size_t i) {
-    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->loops, c->direct && c->direct[i], 0};
-    return gc;
-}
-
-/* One parameter's elements: inline below one chunk, else split over the pool. */
-static void each_chunk(size_t n, pd_task_fn fn, grad_ctx *gc) {
-    if (n <= PD_COMMIT_GRAIN) fn(gc, 0, n);
-    else pd_parallel_for(n, PD_COMMIT_GRAIN, fn, gc);
-}
-
-/* Parameters [begin, end): each one's elements, split further only when it is large alone. */
-static void check_params_task(void *vctx, size_t begin, size_t end) {
-    commit_ctx *c = vctx;
-    for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = grad_ctx_of(c, i);
-        each_chunk(c->m->params[i]->size, grad_check_task, &gc);
-        c->bad[i] = (uint8_t)gc.bad;
-    }
-}
-
-static void commit_params_task(void *vctx, size_t begin, size_t end) {
-    commit_ctx *c = vctx;
-    for (size_t i = begin; i < end; i++) {
-        if (c->direct && c->direct[i]) continue; /* committed by its check */
-        grad_ctx gc = grad_ctx_of(c, i);
-        each_chunk(c->m->params[i]->size, grad_commit_task, &gc);
-    }
-}
-
-/* Adds every contribution to its stored gradient, only when every result is finite (§6.5).
- * The parameters go to the pool as one job: most are too small to split on their own. A
- * committed gradient is no longer known to be +0.0. */
-static pd_status commit_gradients(const pd_model *m, double *const *contribution,
-                                  const uint8_t *direct, pd_error *e) {
-    const size_t np = m->n_params;
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
-    const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
-    uint8_t *bad = calloc(np ? np : 1, 1);
-    if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    commit_ctx cc = {m, contribution, direct, pd_grad_loops_current(), bad};
-    pd_parallel_for(np, grain, check_params_task, &cc);
-    for (size_t i = 0; i < np; i++) {
-        if (!bad[i]) continue;
-        const pd_param *q = m->params[i];
-        const int d = direct && direct[i];
-        for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = d ? q->grad[x] : q->grad[x] + contribution[i][x]; /* direct: 0.0 + c already */
-            if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
-                free(bad);
-                return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
-            }
-        }
-    }
-    free(bad);
-    pd_parallel_for(np, grain, commit_params_task, &cc);
-    for (size_t i = 0; i < np; i++) m->params[i]->grad_zero = 0;
-    return PD_OK;
-}
-
-/* A refused or dropped pass leaves its direct gradients as it found them: +0.0. */
-static void restore_direct(const pd_model *m, const backward_scratch *s) {
-    if (!s->direct) return;
-    for (size_t i = 0; i < m->n_params; i++)
-        if (s->direct[i]) pd_grad_zero(m->params[i]);
-}
-
-/* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
- * the table names the same parameter (each slot's contribution needs its own buffer then). */
-static int direct_ok(const pd_model *m, size_t i) {
-    return m->params[i]->grad_zero && !m->shared[i];
-}
-
 static double *carve(double **p, size_t n) {
     double *out = *p;
     *p += n;
     return out;
 }
 
-/* One pooled arena, not zeroed: every buffer is fully written before it is read. With
- * in_place, a parameter whose gradient is +0.0 takes its contribution in its gradient. */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_place, pd_error *e) {
+/* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
+ * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_grad_txn *t,
+                               pd_error *e) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width, np = m->n_params;
-    memset(s, 0, sizeof *s);
-    s->grad = calloc(np ? np : 1, sizeof(double *));
-    s->direct = calloc(np ? np : 1, 1);
+    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width;
+    s->grad = t->grad;
+    s->direct = t->direct;
     s->touched = calloc(V, 1);
     s->gather_row = malloc(V * sizeof(size_t));
     s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
-    if (!s->grad || !s->direct || !s->touched || !s->gather_row || !s->gather_ids)
-        return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) {
-        s->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
-        if (!s->direct[i]) total += m->params[i]->size;
-    }
-    total += N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    if (!s->touched || !s->gather_row || !s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
+    const size_t total = N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
     s->arena = pd_buf_get(total, 0, e);
     if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
-    for (size_t i = 0; i < np; i++)
-        s->grad[i] = s->direct[i] ? m->params[i]->grad : carve(&p, m->params[i]->size);
     s->gather = carve(&p, N * W);
     s->residual = carve(&p, N * W);
     s->after_attn = carve(&p, N * W);
@@ -408,66 +291,23 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_pl
 }
 
 static void scratch_free(backward_scratch *s) {
-    free(s->grad);
-    free(s->direct);
     free(s->touched);
     free(s->gather_row);
     free(s->gather_ids);
     pd_buf_put(s->arena);
 }
 
-/* A loss attached, the intermediate values recorded, and no parameter changed since. */
-static pd_status backward_ready(const pd_graph *g, pd_error *e) {
-    const pd_model *m = g->model;
-    if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
-    if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
-    for (size_t i = 0; i < m->n_params; i++)
-        if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
-    size_t *now = malloc((m->n_params ? m->n_params : 1) * sizeof(size_t));
-    if (!now) return pd_fail(e, PD_ERR_ALLOC, m->n_params, 0.0, -1, -1);
-    pd_params_checksums(m->params, m->n_params, now);
-    for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
-        if (now[i] != g->checksums[i]) {
-            free(now);
-            return pd_fail(e, PD_ERR_STALE, i, 1.0, -1, -1);
-        }
-    free(now);
-    return PD_OK;
-}
-
-void pd_graph_discard(pd_graph *g) {
-    if (!g->pending) return;
-    restore_direct(g->model, g->pending);
-    scratch_free(g->pending);
-    free(g->pending);
-    g->pending = NULL;
-}
-
-/* The finished scratch of an uncommitted pass moves to the graph until commit or discard; its
- * direct gradients are no longer +0.0, so no other pass writes into them meanwhile. */
-static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
-    backward_scratch *kept = malloc(sizeof *kept);
-    if (!kept) {
-        restore_direct(g->model, s);
-        scratch_free(s);
-        return pd_fail(e, PD_ERR_ALLOC, sizeof *kept, 0.0, -1, -1);
+/* The forward read backwards: loss and head, the blocks last to first, the embedding. */
+static pd_status reverse(pd_graph *g, const selection *sel, backward_scratch *s, pd_error *e) {
+    PD_TRY(head_backward(g, sel, s, e));
+    for (size_t b = g->model->cfg.layers; b-- > 0;) {
+        /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
+        if (pd_interrupt_requested()) return pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
+        PD_TRY(block_backward(g, b, sel, s, e));
     }
-    *kept = *s;
-    pd_graph_discard(g);
-    for (size_t i = 0; i < g->model->n_params; i++)
-        if (kept->direct[i]) g->model->params[i]->grad_zero = 0;
-    g->pending = kept;
+    capture(sel, -1, PD_N_EMBEDDING, s->residual, g->N * g->model->cfg.model_width);
+    embedding_backward(g, s);
     return PD_OK;
-}
-
-pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
-    backward_scratch *s = g->pending;
-    if (!s) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
-    pd_status st = backward_ready(g, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s->grad, s->direct, e);
-    if (st == PD_OK) memset(s->direct, 0, g->model->n_params); /* committed: nothing to write back */
-    pd_graph_discard(g);
-    return st;
 }
 
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
@@ -478,25 +318,16 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                  double **out, uint8_t *found, int mode, pd_error *e) {
     if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
-    pd_status st = backward_ready(g, e);
+    pd_status st = pd_graph_fresh(g, e);
     if (st != PD_OK) return st;
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
+    pd_grad_txn t;
     backward_scratch s;
-    st = scratch_alloc(&s, g, mode != PD_PASS_WAIT, e);
-    if (st == PD_OK) st = head_backward(g, &sel, &s, e);
-    for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
-        /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
-        if (pd_interrupt_requested()) st = pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
-        else st = block_backward(g, b, &sel, &s, e);
-    }
-    if (st == PD_OK) {
-        capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
-        embedding_backward(g, &s);
-    }
-    if (st == PD_OK && mode != PD_PASS_COMMIT) return keep_pending(g, &s, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s.grad, s.direct, e);
-    if (st != PD_OK) restore_direct(g->model, &s);
+    memset(&s, 0, sizeof s);
+    st = pd_grad_txn_open(&t, g->model, mode != PD_PASS_WAIT, e);
+    if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
+    if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);
-    return st;
+    return pd_grad_txn_end(g, &t, mode, st, e);
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_decoder.h"
-#include "pd_backward.h"
+#include "pd_grad_txn.h"
 #include "pd_checksum.h"
 #include "pd_interrupt.h"
 #include "pd_init.h"

@@ -18,7 +18,7 @@ typedef struct pd_param_s {
     double *grad;
     size_t size;
     uint64_t revision;
-    int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and the commit */
+    int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and pd_grad_txn.h */
 } pd_param;
 
 /* Per-block parameter slots, in declaration order (index 1 + 9*b + k). */
@@ -84,7 +84,7 @@ typedef struct {
     uint64_t *revisions; /* parameter revisions seen by this forward */
     size_t *checksums;   /* recorded graphs: parameter value checksums seen by this forward */
     double *arena;
-    void *pending;       /* a reverse pass run with commit == 0, waiting (pd_backward.c) */
+    struct pd_grad_txn *pending; /* a waiting pass's contributions (pd_grad_txn.h) */
 } pd_graph;
 
 /* The configuration checks, X(index, rule): pd_config_validate runs them in the reference's
