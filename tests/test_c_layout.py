@@ -1,5 +1,6 @@
-"""The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, and
-every C file that exports something has the header named after it."""
+"""The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, every C
+file that exports something has the header named after it, and the include arrows point one way
+(core -> kernels -> platform; the reverse pass apart from its gradient transaction)."""
 import pathlib
 import re
 
@@ -83,3 +84,33 @@ def test_every_exporting_c_file_has_its_own_header():
         if exports and not path.with_suffix(".h").exists():
             missing.append(str(path.relative_to(ROOT)))
     assert not missing, missing
+
+
+def quoted_includes(path):
+    """The files a C file's `#include "..."` lines name, resolved against its directory and csrc/."""
+    out = []
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.M):
+        local = (path.parent / name).resolve()
+        out.append(local if local.exists() else (CSRC / name).resolve())
+    return out
+
+
+def test_the_include_reader_finds_known_includes():
+    found = quoted_includes(CSRC / "pd_backward.c")
+    assert (CSRC / "pd_backward.h").resolve() in found
+    assert (CSRC / "kernels" / "gemm.h").resolve() in found
+
+
+def test_the_kernels_include_no_core_header():
+    allowed = ((CSRC / "kernels").resolve(), (CSRC / "platform").resolve())
+    bad = []
+    for path in sorted((CSRC / "kernels").rglob("*.[ch]")):
+        for header in quoted_includes(path):
+            if not any(header.is_relative_to(root) for root in allowed):
+                bad.append(f"{path.relative_to(ROOT)} includes {header.relative_to(ROOT.resolve())}")
+    assert not bad, bad
+
+
+def test_the_decoder_does_not_include_the_backward_header():
+    for path in (CSRC / "pd_decoder.c", CSRC / "pd_decoder.h"):
+        assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(path), path.name
