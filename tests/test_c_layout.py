@@ -1,6 +1,7 @@
 """The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, every C
 file that exports something has the header named after it, and the include arrows point one way
-(core -> kernels -> platform; the reverse pass apart from its gradient transaction)."""
+(core -> kernels -> platform; the reverse pass apart from its gradient transaction), and comments
+say why without issue numbers or benchmark figures (those live in benchmarks/)."""
 import pathlib
 import re
 
@@ -114,3 +115,35 @@ def test_the_kernels_include_no_core_header():
 def test_the_decoder_does_not_include_the_backward_header():
     for path in (CSRC / "pd_decoder.c", CSRC / "pd_decoder.h"):
         assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(path), path.name
+
+
+FIGURE = re.compile(
+    r"\bissue[- ]?\d+|(?<![\w&])#\d+\b|\b\d+(?:\.\d+)?\s*(?:us|µs|ms|ns|GFLOP/s|GF/s)\b"
+    r"|\b\d+(?:\.\d+)?\s*->\s*\d+(?:\.\d+)?\b|\b\d+\s*%\s*(?:faster|slower)",
+    re.I,
+)
+
+
+def comment_figures(path):
+    """(line, text) of each issue number or benchmark figure in a C file's comments."""
+    text = path.read_text()
+    out = []
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*", text, re.S):
+        for hit in FIGURE.finditer(m.group(0)):
+            out.append((text.count("\n", 0, m.start() + hit.start()) + 1, hit.group(0)))
+    return out
+
+
+def test_the_figure_finder_finds_issue_numbers_and_timings(tmp_path):
+    sample = tmp_path / "sample.c"
+    sample.write_text("/* see issue 17 */\nint x; // 45.7 -> 44.4 us\n/* 105 GFLOP/s */ int y = 3 % 2;\n")
+    assert [line for line, _ in comment_figures(sample)] == [1, 2, 3]
+
+
+def test_c_comments_hold_no_issue_numbers_or_benchmark_figures():
+    found = [
+        f"{path.relative_to(ROOT)}:{line} {hit!r}"
+        for path in sorted(CSRC.rglob("*.[ch]"))
+        for line, hit in comment_figures(path)
+    ]
+    assert not found, f"move these to benchmarks/README.md or benchmarks/KERNELS.md: {found}"

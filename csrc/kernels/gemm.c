@@ -17,16 +17,15 @@
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
 
-/* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
- * gemm_small.c were faster below 64x64x64 on AVX2 and AVX-512, about even there (measured by
- * benchmarks/bench_small_gemm.c against a core built with -DPD_SMALL_MACS=1, all packed). */
+/* Below this many multiply-adds (64x64x64) packing costs more than it saves, so the unpacked
+ * kernels of gemm_small.c run instead (benchmarks/KERNELS.md has the measurement). */
 #ifndef PD_SMALL_MACS
 #define PD_SMALL_MACS (1u << 18)
 #endif
 #define PD_TILE_MAX (8 * 16)
 /* A transposed A's stored rows lie a power of two apart in the vocabulary products, too many
  * short streams for the hardware prefetcher: its packing asks for the row this many k ahead
- * (tn 16384x256x512 at 1 thread: 105 -> 114 GFLOP/s; 8 and 16 measured the same). */
+ * (benchmarks/KERNELS.md has the measurement). */
 #define PD_PACK_A_PREFETCH 8
 
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */

@@ -175,6 +175,6 @@ void pd_rmsnorm_backward(size_t R, size_t W, const double *u, const double *x, c
                  .cap_m = cap_m};
     pd_parallel_for(R, row_grain(W), rms_back_rows, &c);
     /* each column sums every row, half of which the other thread just wrote: split only when
-     * the sums are long (at medium's 128x128 two threads took 13.5 us a call against 8.4 alone) */
+     * the sums are long (benchmarks/KERNELS.md has the measurement) */
     pd_parallel_for(W, 1 + 32768 / (R ? R : 1) + 7, rms_back_gain, &c);
 }
