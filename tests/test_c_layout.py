@@ -1,6 +1,6 @@
 """The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, every C
 file that exports something has the header named after it, and the include arrows point one way
-(core -> kernels -> platform; the reverse pass apart from its gradient transaction), and comments
+(core -> kernels -> platform; the reverse pass apart from its gradient transaction); comments
 say why without issue numbers or benchmark figures (those live in benchmarks/)."""
 import pathlib
 import re
