@@ -12,7 +12,7 @@ MAX_LINES = 80
 
 def _strip(text):
     """Comments and string/char literals blanked out, newlines kept (so line numbers hold)."""
-    pattern = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+    pattern = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
@@ -81,7 +81,7 @@ def test_every_exporting_c_file_has_its_own_header():
         if path.parent.name == "platform" and path.with_name(path.stem.rsplit("_", 1)[0] + ".h").exists():
             continue  # per-OS backends (pd_thread_posix.c, pd_thread_win32.c) share pd_thread.h
         text = _strip(path.read_text())
-        exports = re.findall(r"^(?!static)[a-z_][\w \*]*\b(pd_\w+)\s*\(", text, re.M)
+        exports = re.findall(r"^(?!static)[a-z_][\w \*]*\b(pd_\w+)\s*\(", text, re.MULTILINE)
         if exports and not path.with_suffix(".h").exists():
             missing.append(str(path.relative_to(ROOT)))
     assert not missing, missing
@@ -90,7 +90,7 @@ def test_every_exporting_c_file_has_its_own_header():
 def quoted_includes(path):
     """The files a C file's `#include "..."` lines name, resolved against its directory and csrc/."""
     out = []
-    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.M):
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.MULTILINE):
         local = (path.parent / name).resolve()
         out.append(local if local.exists() else (CSRC / name).resolve())
     return out
@@ -120,7 +120,7 @@ def test_the_decoder_does_not_include_the_backward_header():
 FIGURE = re.compile(
     r"\bissue[- ]?\d+|(?<![\w&])#\d+\b|\b\d+(?:\.\d+)?\s*(?:us|µs|ms|ns|GFLOP/s|GF/s)\b"
     r"|\b\d+(?:\.\d+)?\s*->\s*\d+(?:\.\d+)?\b|\b\d+\s*%\s*(?:faster|slower)",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -128,7 +128,7 @@ def comment_figures(path):
     """(line, text) of each issue number or benchmark figure in a C file's comments."""
     text = path.read_text()
     out = []
-    for m in re.finditer(r"/\*.*?\*/|//[^\n]*", text, re.S):
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*", text, re.DOTALL):
         for hit in FIGURE.finditer(m.group(0)):
             out.append((text.count("\n", 0, m.start() + hit.start()) + 1, hit.group(0)))
     return out
