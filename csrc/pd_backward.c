@@ -85,10 +85,10 @@ static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const
 
 /* RMSNorm VJP (§6.2): out = (((0 + res) + c_n) + c_s) + c_s, dgain, optional captures. */
 static void norm_backward(const pd_graph *g, const double *u, const double *x, const double *gain,
-                          const pd_norm_rec *r, const double *res, double *out, double *dgain,
-                          double *cap_n, double *cap_r, double *cap_m) {
-    pd_rmsnorm_backward(g->N, g->model->cfg.model_width, u, x, gain, r->shifted, r->inverse_rms,
-                        r->normalized, g->valid, res, out, dgain, cap_n, cap_r, cap_m);
+                          const pd_norm_rec *r, const pd_norm_grads *d) {
+    const pd_config *c = &g->model->cfg;
+    const pd_norm_geom geom = {g->N, c->model_width, c->rms_epsilon, g->valid};
+    pd_rmsnorm_backward(&geom, u, x, gain, r, d);
 }
 
 /* The saved softmax again when an earlier pass wrote its logits adjoint over it: the same
@@ -99,7 +99,8 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
     double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
     size_t count;
     if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
-    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, g->prob, nll, &loss, &count, e);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_status st = pd_nll_forward(&t, g->logits, g->prob, nll, &loss, &count, e);
     free(nll);
     if (st == PD_OK) g->prob_spent = 0;
     return st;
@@ -116,13 +117,15 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     PD_TRY(prob_ready(g, e));
     s->logits = g->prob;
     g->prob_spent = 1;
-    pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_nll_backward(&t, g->prob, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
     wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
+    const pd_norm_grads dn = {NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
-                  &g->final_norm, NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL);
+                  &g->final_norm, &dn);
     return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
 
@@ -155,8 +158,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
-    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, A, AA,
-                  G[PD_P_FFN_GAIN], NULL, NULL, NULL);
+    const pd_norm_grads d_ffn = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
+    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, &d_ffn);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
@@ -187,8 +190,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
     double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
-    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, AA, A,
-                  G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m);
+    const pd_norm_grads d_attn = {AA, A, G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m};
+    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, &d_attn);
     PD_TRY(pd_check_finite(A, N * W, blk, PD_N_ADJOINT, e));
     if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
     if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);

@@ -240,11 +240,11 @@ static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, 
     r->weights = p; /* B * H * T * T */
 }
 
-static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, pd_norm_rec *r,
+static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
     const pd_config *c = &g->model->cfg;
-    return pd_rmsnorm_forward(g->N, c->model_width, x, gain, c->rms_epsilon, g->valid, r->mean_square,
-                              r->shifted, r->inverse_rms, r->normalized, r->out, blk, node, e);
+    const pd_norm_geom geom = {g->N, c->model_width, c->rms_epsilon, g->valid};
+    return pd_rmsnorm_forward(&geom, x, gain, r, blk, node, e);
 }
 
 /* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
@@ -490,7 +490,8 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     }
     double loss;
     size_t count;
-    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, nll, &loss, &count, e);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
         pd_buf_put(prob);
         free(nll);

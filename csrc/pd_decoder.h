@@ -6,6 +6,7 @@
 #include "pd_error.h"
 #include "pd_nodes.h"
 #include "pd_rng.h"
+#include "ops/rmsnorm.h" /* pd_norm_rec */
 
 typedef struct {
     size_t vocabulary_size, model_width, heads, kv_heads, feed_forward_width, layers, max_positions;
@@ -34,15 +35,6 @@ typedef struct {
     uint8_t *shared;             /* [n_params]: another slot names the same parameter */
     double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
 } pd_model;
-
-/* Saved values of one RMSNorm (docs/numerics.md §5.1). */
-typedef struct {
-    double *mean_square;  /* m [N] */
-    double *shifted;      /* z = m + eps [N] */
-    double *inverse_rms;  /* r = exp(log(z) * -0.5) [N] */
-    double *normalized;   /* n = x * r [N, W] */
-    double *out;          /* n * gain [N, W] */
-} pd_norm_rec;
 
 /* The values one block records (docs/numerics.md §5.3-§5.6), named like its pd_node_kind. */
 typedef struct {
