@@ -52,9 +52,11 @@ PD_TARGET("avx2") static void tile_4x2(size_t rows, size_t K, const double *A, s
     ALL(OUT, 1);
 }
 
-PD_TARGET("avx2") void pd_small_avx2(size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                                     size_t csa, const double *B, size_t rsb, double *C, size_t ldc,
-                                     int acc) {
+PD_TARGET("avx2") void pd_small_avx2(const pd_product *p) {
+    const size_t M = p->M, K = p->K, N = p->N, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A, *B = p->B;
+    double *C = p->C;
+    const int acc = p->acc;
     size_t j = 0;
     for (; j + 8 <= N; j += 8)
         for (size_t i = 0; i < M; i += R)
@@ -64,7 +66,13 @@ PD_TARGET("avx2") void pd_small_avx2(size_t M, size_t K, size_t N, const double 
             tile_4x1(M - i < R ? M - i : R, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc);
         j += 4;
     }
-    if (j < N) pd_small_generic(M, K, N - j, A, rsa, csa, B + j, rsb, C + j, ldc, acc);
+    if (j < N) { /* the last N % 4 columns */
+        pd_product rest = *p;
+        rest.N = N - j;
+        rest.B = B + j;
+        rest.C = C + j;
+        pd_small_generic(&rest);
+    }
 }
 #else
 typedef int pd_gemm_small_avx2_unused; /* no x86-64: this path does not exist */

@@ -56,9 +56,11 @@ PD_TARGET("avx512f") static void tile_8x2(size_t rows, size_t K, const double *A
 
 static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
 
-PD_TARGET("avx512f") void pd_small_avx512(size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                                          size_t csa, const double *B, size_t rsb, double *C,
-                                          size_t ldc, int acc) {
+PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
+    const size_t M = p->M, K = p->K, N = p->N, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A, *B = p->B;
+    double *C = p->C;
+    const int acc = p->acc;
     for (size_t j = 0; j < N; j += 16) {
         const size_t cols = N - j < 16 ? N - j : 16;
         const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
