@@ -123,9 +123,9 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
     wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
-    const pd_norm_grads dn = {NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL};
+    const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
-                  &g->final_norm, &dn);
+                  &g->final_norm, &d_final_norm);
     return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
 
@@ -148,8 +148,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
     wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
-    pd_swiglu_backward(N * F, d->product, r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear,
-                       d->gate_silu, d->up, d->gate_linear);
+    const pd_swiglu_saved gate = {r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear};
+    const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
+    pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
     PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
     PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
@@ -158,8 +159,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
-    const pd_norm_grads d_ffn = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
-    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, &d_ffn);
+    const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
+    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, &d_ffn_norm);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
@@ -168,13 +169,15 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
     pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
-    PD_TRY(pd_attention_backward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
-                              d->head_outputs, d->rot_query_heads, d->rot_key_heads, d->value_heads, e));
+    const pd_attn_in attn = {r->rot_query_heads, r->rot_key_heads, r->value_heads};
+    const pd_attn_grads d_qkv = {d->rot_query_heads, d->rot_key_heads, d->value_heads};
+    PD_TRY(pd_attention_backward(&geom, &attn, r->weights, d->head_outputs, &d_qkv, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
     PD_TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
-    pd_rope_apply(B, H, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_query_heads, d->query_heads, 1);
-    pd_rope_apply(B, KVH, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_key_heads, d->key_heads, 1);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    pd_rope_apply(&rope, H, d->rot_query_heads, d->query_heads, 1);
+    pd_rope_apply(&rope, KVH, d->rot_key_heads, d->key_heads, 1);
     capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
     capture(sel, blk, PD_N_KEY_HEADS, d->key_heads, N * KVD);
     pd_merge_heads(B, T, H, D, d->query_heads, d->query);
@@ -190,8 +193,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
     double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
-    const pd_norm_grads d_attn = {AA, A, G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m};
-    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, &d_attn);
+    const pd_norm_grads d_attn_norm = {AA, A, G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m};
+    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, &d_attn_norm);
     PD_TRY(pd_check_finite(A, N * W, blk, PD_N_ADJOINT, e));
     if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
     if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);

@@ -267,11 +267,12 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_split_heads(B, T, c->heads, D, g->q, r->query_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->k, r->key_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->v, r->value_heads);
-    pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->query_heads, r->rot_query_heads, 0);
-    pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->key_heads, r->rot_key_heads, 0);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    pd_rope_apply(&rope, c->heads, r->query_heads, r->rot_query_heads, 0);
+    pd_rope_apply(&rope, c->kv_heads, r->key_heads, r->rot_key_heads, 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
-    PD_TRY(pd_attention_forward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
-                                r->head_outputs, blk, e));
+    const pd_attn_in attn = {r->rot_query_heads, r->rot_key_heads, r->value_heads};
+    PD_TRY(pd_attention_forward(&geom, &attn, r->weights, r->head_outputs, blk, e));
     PD_TRY(pd_check_finite(r->head_outputs, N * W, blk, PD_N_HEAD_OUTPUTS, e));
     pd_merge_heads(B, T, c->heads, D, r->head_outputs, r->merged);
     pd_mm_nn(N, W, W, r->merged, W, P[PD_P_WO]->value, W, r->attn_out, W, 0);

@@ -315,7 +315,8 @@ static void gemm_task(void *vctx, size_t begin, size_t end) {
     const gemm_job *j = vctx;
     for (size_t t = begin; t < end; t++) {
         const pd_product part = task_part(j, t);
-        if (!gemm_block(j->p, &part)) pd_mm_ref(&part); /* out of memory for packing: the reference loops need none */
+        /* out of memory for packing: the reference loops need none */
+        if (!gemm_block(j->p, &part)) pd_mm_ref(&part);
     }
 }
 
