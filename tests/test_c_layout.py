@@ -16,8 +16,8 @@ def _strip(text):
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def functions(path):
-    """(name, first line, last line) of every function definition in a C file."""
+def _code(path):
+    """A C file's code: comments, literals and preprocessor lines blanked, newlines kept."""
     text = _strip(path.read_text())
     # preprocessor lines and their continuations (macros may hold braces) do not count as code
     lines, in_directive = [], False
@@ -25,7 +25,12 @@ def functions(path):
         directive = in_directive or raw.lstrip().startswith("#")
         in_directive = directive and raw.rstrip().endswith("\\")
         lines.append(" " * len(raw) if directive else raw)
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def functions(path):
+    """(name, first line, last line) of every function definition in a C file."""
+    text = _code(path)
     out, depth, head_start, head = [], 0, 0, ""
     line = 1
     start = None
@@ -147,3 +152,36 @@ def test_c_comments_hold_no_issue_numbers_or_benchmark_figures():
         for line, hit in comment_figures(path)
     ]
     assert not found, f"move these to benchmarks/README.md or benchmarks/KERNELS.md: {found}"
+
+
+MAX_PARAMS = 9
+# the BLAS-shaped products keep BLAS's argument order; pd_graph_forward is the Cython skin's entry
+WIDE_BY_DESIGN = {"pd_mm_nn", "pd_mm_nt", "pd_mm_tn", "pd_graph_forward"}
+
+
+def parameter_counts(path):
+    """(name, number of parameters) of every function defined in a C file."""
+    code = re.sub(r"PD_TARGET\s*\([^)]*\)", "", _code(path))
+    out = []
+    for m in re.finditer(r"\b(\w+)\s*\(([^;{}()]*)\)\s*\{", code):
+        if m.group(1) in {"if", "for", "while", "switch"}:
+            continue
+        params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
+        out.append((m.group(1), len(params)))
+    return out
+
+
+def test_the_parameter_counter_counts_known_functions():
+    counts = dict(parameter_counts(CSRC / "pd_backward.c"))
+    assert counts["pd_graph_backward_pass"] == 8
+    assert counts["capture"] == 5
+
+
+def test_no_c_function_takes_a_long_list_of_loose_arguments():
+    wide = [
+        f"{path.relative_to(ROOT)} {name} ({n} parameters)"
+        for path in sorted(CSRC.rglob("*.c"))
+        for name, n in parameter_counts(path)
+        if n > MAX_PARAMS and name not in WIDE_BY_DESIGN
+    ]
+    assert not wide, f"pass the context struct instead: {wide}"
