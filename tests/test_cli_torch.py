@@ -62,7 +62,7 @@ def test_audit_reads_the_weights_of_a_local_checkpoint(tmp_path, capsys, torch_m
 def test_observe_accepts_a_hf_config_and_a_model_directory(tmp_path, capsys):
     cfg = write(tmp_path, "llama.json", LLAMA)
     code, out, _ = run(capsys, "observe", "--config", cfg, "--seed", "1", "--tokens", "1,2,3,4,5,6,7,8",
-                       "--batch", "2", "--valid", "1,1,1,1,1,1,0,0")
+                       "--batch", "2", "--valid", "1,1,1,1,1,1,0,0", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and len(doc["report"]["sites"]) == 5 and doc["token_shape"] == [2, 4]
     assert doc["report"]["valid_positions"] == 3 + 1

@@ -27,7 +27,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--unscaled", action="store_true",
                    help="pydepth configs: audit the plain Xavier model instead of the depth-initialized one")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when any matrix is not 'ok'")
-    _args.add_output(p, default_format="table")
+    _args.add_output(p)
 
 
 def run(args: argparse.Namespace) -> int:

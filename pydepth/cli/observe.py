@@ -31,7 +31,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="json")
+    _args.add_output(p)
     _args.add_plot(p)
 
 
