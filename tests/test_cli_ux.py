@@ -191,3 +191,13 @@ def test_demo_and_observe_print_tables_by_default_and_json_when_asked(command, t
     assert "activation" in table and not table.lstrip().startswith("{")
     assert cli.main([*argv, "--format", "json"]) == 0
     assert isinstance(json.loads(capsys.readouterr().out), dict)
+
+
+def test_every_subcommand_documents_the_same_exit_codes_in_its_help():
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    assert set(commands) == set(cli.SUBCOMMANDS)
+    for name, command in commands.items():
+        text = " ".join(command.format_help().split())
+        assert "Exit status: 0 success; 1 a refused input or a failed check; 2 a usage error" in text, name
+        assert "130 interrupted (Ctrl-C)" in text, name
