@@ -23,8 +23,9 @@ __all__ = ["depth_check_figure", "site_heatmap_figure", "plot_depth_check", "plo
 
 PathLike = Union[str, "pathlib.Path"]
 
-# the house's observed-model and control styles: pydepth's policy first, the unscaled control second
-_STYLE = {"scaled": ("tab:blue", "o", "-"), "unscaled": ("tab:gray", "s", "--")}
+# the house's observed-model and control styles: pydepth's policy first, the unscaled control second;
+# (colour, marker, line, out-of-band marker, z-order): the scaled line stays on top where both coincide
+_STYLE = {"scaled": ("tab:blue", "o", "-", "X", 4), "unscaled": ("tab:gray", "s", "--", "D", 3)}
 _RATIOS = (("activation_max", "max over sites of $A_s/A_0$"),
            ("adjoint_max", "max over sites of $G_s/G_{2L}$"))
 
@@ -47,7 +48,7 @@ def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[flo
             ax = axes[i][j]
             shade_band(ax, band)
             for policy in policies:
-                color, marker, line = _STYLE[policy]
+                color, marker, line, _, z = _STYLE[policy]
                 med, lo, hi, xs = [], [], [], []
                 for d in depths:
                     vals = [getattr(cs, key) for cs in rows
@@ -61,14 +62,16 @@ def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[flo
                     hi.append(max(vals))
                 if xs:
                     ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
-                    ax.plot(xs, med, line, marker=marker, color=color, markersize=4, linewidth=1.4)
+                    hollow = {"markerfacecolor": "none"} if policy == "unscaled" else {}
+                    ax.plot(xs, med, line, marker=marker, color=color, markersize=5 if hollow else 4,
+                            linewidth=1.4, zorder=z, **hollow)
             ax.set_xscale("log", base=2)
             for policy in policies:  # every seed's out-of-band value, over the lines
                 pts = [(cs.depth, getattr(cs, key)) for cs in rows if cs.policy == policy and cs.step == step
                        and not math.isnan(getattr(cs, key))]
                 if pts:
                     mark_out_of_band(ax, [p[0] for p in pts], [p[1] for p in pts], band, label=None,
-                                     annotate=False)
+                                     annotate=False, marker=_STYLE[policy][3], edgecolor=_STYLE[policy][0])
             row_values = [getattr(cs, key) for cs in rows if not math.isnan(getattr(cs, key))]
             ratio_axis(ax, label if j == 0 else "", row_values, band)  # one range per row: panels compare
             ax.set_xticks(depths)
@@ -80,11 +83,13 @@ def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[flo
             if j == 0:
                 ax.set_ylabel(label)
     handles = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
+                      markerfacecolor="none" if p == "unscaled" else _STYLE[p][0],
                       label=f"{p} (median; shaded: seed range)") for p in policies]
-    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]"),
-                Line2D([], [], color=OUT_OF_BAND_COLOR, marker="X", markeredgecolor="black", linestyle="",
-                       label="a seed outside the band")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles) if len(step_list) > 2 else 2,
+    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]")]
+    handles += [Line2D([], [], color=OUT_OF_BAND_COLOR, marker=_STYLE[p][3], markeredgecolor=_STYLE[p][0],
+                       markeredgewidth=1.2, markersize=8, linestyle="", label=f"{p}: a seed outside the band")
+                for p in policies]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3) if len(step_list) > 2 else 2,
                fontsize="small")
     fig.suptitle(f"Depth check, width {width}: largest residual ratios against depth ({seeds} seeds)")
     return fig
@@ -135,8 +140,8 @@ def site_heatmap_figure(table: Any, depth: int, width: int, band: Sequence[float
                               interpolation="nearest", origin="upper",
                               extent=(-0.5, n_sites - 0.5, len(steps) - 0.5, -0.5))
             ys, xs = np.nonzero((grid < low) | (grid > high))
-            if ys.size:
-                ax.scatter(xs, ys, marker="x", color="black", s=16, linewidths=1.0)
+            if ys.size:  # large enough to read on a cell, outlined so it shows on any colour
+                ax.scatter(xs, ys, marker="X", color="black", edgecolors="white", s=90, linewidths=1.0)
             ax.set_yticks(range(len(steps)))
             ax.set_yticklabels([str(s) for s in steps])
             ax.set_xticks(sorted({*range(0, n_sites, 2 * max(1, math.ceil(depth / 8))), n_sites - 1}))
