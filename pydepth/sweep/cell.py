@@ -13,8 +13,8 @@ import numpy as np
 from .._native._core import SplitMix64
 from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
 from ..errors import PydepthError
-from ..health import observe_residual_health
 from ..model import DecoderModel
+from ..training.step import loss_and_gradients
 from .errors import OptimizerUnavailableError, SweepSpecError
 from .spec import Cell, SweepSpec, row_id
 
@@ -124,14 +124,9 @@ def run_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
         reached = t  # a refused update is reported at the step it could not reach
         try:
             model.zero_grad()
-            fwd = model.forward(ids)
-            loss = fwd.loss(targets)
-            if t in listed:
-                report = observe_residual_health(model, fwd, loss, band=spec.band)
-                rows.extend(health_rows(t, report, loss.item()))
-            else:
-                loss.backward()
-            fwd.release()
+            loss, report = loss_and_gradients(model, ids, targets, observe=t in listed, band=spec.band)
+            if report is not None:
+                rows.extend(health_rows(t, report, loss))
             if opt is not None and t < spec.max_step:
                 reached = t + 1
                 opt.step()
