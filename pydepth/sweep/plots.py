@@ -155,8 +155,8 @@ def site_heatmap_figure(table: Any, depth: int, width: int, band: Sequence[float
                               interpolation="nearest", origin="upper",
                               extent=(-0.5, n_sites - 0.5, len(steps) - 0.5, -0.5))
             ys, xs = np.nonzero((grid < low) | (grid > high))
-            if ys.size:
-                ax.scatter(xs, ys, marker="x", color="black", s=16, linewidths=1.0)
+            if ys.size:  # large enough to read on a cell, outlined so it shows on any colour
+                ax.scatter(xs, ys, marker="X", color="black", edgecolors="white", s=90, linewidths=1.0)
             ax.set_yticks(range(len(steps)))
             ax.set_yticklabels([str(s) for s in steps])
             ax.set_xticks(sorted({*range(0, n_sites, 2 * max(1, math.ceil(depth / 8))), n_sites - 1}))
