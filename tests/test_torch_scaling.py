@@ -16,7 +16,7 @@ from pydepth.torch.scaling import scaling_history
 EXPECTED = {  # architecture -> (builder, depth, the two selected names of layer 1)
     "hf-llama": (lambda tm: tm.hf("llama", 3), 3,
                  ("model.layers.1.self_attn.o_proj.weight", "model.layers.1.mlp.down_proj.weight")),
-    "gpt2": (lambda tm: tm.hf("gpt2", 3), 3,
+    "gpt2": (lambda tm: tm.gpt2_without_scaled_init(3), 3,
              ("transformer.h.1.attn.c_proj.weight", "transformer.h.1.mlp.c_proj.weight")),
     "gpt-neox": (lambda tm: tm.hf("gpt-neox", 2), 2,
                  ("gpt_neox.layers.1.attention.dense.weight", "gpt_neox.layers.1.mlp.dense_4h_to_h.weight")),
@@ -163,7 +163,7 @@ def test_named_architecture_must_match_the_structure(torch_models):
 
 def test_record_is_json_serializable_and_printable(torch_models):
     import json
-    record = apply_depth_scaling(torch_models.hf("gpt2", 2), scheme="1/sqrt(2L)")
+    record = apply_depth_scaling(torch_models.gpt2_without_scaled_init(2), scheme="1/sqrt(2L)")
     doc = json.loads(json.dumps(record.to_dict()))
     assert doc["scheme"] == "1/sqrt(2L)" and len(doc["tensors"]) == 4
     assert "transformer.h.1.mlp.c_proj.weight" in record.to_table()

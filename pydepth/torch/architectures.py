@@ -18,10 +18,10 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from ..errors import ArchitectureError
+from ..errors import ArchitectureError, ScalingSchemeError
 
 __all__ = ["ArchitectureSpec", "ARCHITECTURES", "NORM_PLACEMENTS", "ResidualProjection",
-           "DecoderLayout", "find_layout", "layout_from_patterns", "spec_named", "effective_gain"]
+           "DecoderLayout", "find_layout", "layout_from_patterns", "resolve_layout", "spec_named", "effective_gain"]
 
 #: Where a layer's norms sit relative to its two branches ``f`` (attention, feed-forward):
 #: ``pre`` ``x + f(norm(x))``; ``post`` ``x + norm(f(x))``; ``sandwich`` ``x + norm2(f(norm1(x)))``.
@@ -515,3 +515,18 @@ def spec_named(name: str) -> ArchitectureSpec:
     if name not in _BY_NAME:
         raise ArchitectureError(f"unknown architecture {name!r}; known: {sorted(_BY_NAME)}")
     return _BY_NAME[name]
+
+
+def resolve_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec],
+                   patterns: Optional[Sequence[str]], depth: Optional[int]) -> DecoderLayout:
+    """The layout from explicit patterns when given, else from the module's structure; a
+    ``depth`` that differs from the layers found raises :class:`pydepth.ScalingSchemeError`."""
+    if patterns is not None:
+        if architecture is not None:
+            raise ScalingSchemeError("give either architecture or patterns, not both")
+        return layout_from_patterns(module, patterns, depth)
+    layout = find_layout(module, architecture)
+    if depth is not None and depth != layout.depth:
+        raise ScalingSchemeError(f"depth {depth!r} differs from the {layout.depth} layers found in "
+                                 f"the {layout.architecture} module")
+    return layout
