@@ -277,7 +277,7 @@ _CONVENTIONS: Tuple[Tuple[str, Callable[[nn.Module, DecoderLayout], bool], Calla
     ("pydepth twin: forward(tokens or Batch, targets aligned with the inputs)",
      lambda m, lay: lay.architecture == "pydepth-twin", _call_twin),
     ("Hugging Face: forward(input_ids=, labels=, attention_mask=), labels shifted inside",
-     lambda m, lay: _accepts(m, "labels"), _call_hf),
+     lambda m, lay: _accepts(m, "input_ids") and _accepts(m, "labels"), _call_hf),
     ("forward(input_ids, labels) returning the mean loss", lambda m, lay: True, _call_plain),
 )
 
