@@ -10,7 +10,8 @@ import torch
 import pydepth
 from pydepth import (AlreadyScaledError, ArchitectureError, DecoderConfig, DecoderModel,
                      DepthInitializationBudget, FreshDepthInitialization, ScalingSchemeError, SplitMix64)
-from pydepth.torch import SCHEMES, apply_depth_scaling, find_layout, from_torch, scheme_factors, to_torch
+from pydepth.torch import (SCHEMES, apply_depth_scaling, find_layout, from_torch, observe_residual_health,
+                           scheme_factors, to_torch)
 from pydepth.torch.scaling import scaling_history
 
 EXPECTED = {  # architecture -> (builder, depth, the two selected names of layer 1)
@@ -167,3 +168,61 @@ def test_record_is_json_serializable_and_printable(torch_models):
     doc = json.loads(json.dumps(record.to_dict()))
     assert doc["scheme"] == "1/sqrt(2L)" and len(doc["tensors"]) == 4
     assert "transformer.h.1.mlp.c_proj.weight" in record.to_table()
+
+
+SCALED_PER_LAYER = {"qwen2-moe": 3}  # its shared expert's down projection is the third
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma", "gemma2", "gemma3", "olmo2", "stablelm-parallel", "mixtral",
+                                    "qwen2-moe", "falcon", "falcon-parallel", "falcon-new", "bloom", "gpt-j",
+                                    "gpt-neox", "phi3", "qwen3"])
+def test_every_family_scales_exactly_its_residual_outputs_and_nothing_else(family, torch_models):
+    module = torch_models.hf(family, 3)
+    layout = find_layout(module)
+    assert len(layout.projections) == 3 * SCALED_PER_LAYER.get(family, 2)
+    before = snapshot(module)
+    record = apply_depth_scaling(module, scheme="1/sqrt(2L)")
+    f = 1.0 / math.sqrt(6.0)
+    selected = {p.name: p for p in layout.projections}
+    assert [t.name for t in record.tensors] == list(selected)
+    for name, p in module.named_parameters():
+        proj = selected.get(name)
+        if proj is None:
+            assert torch.equal(p, before[name]), name
+        elif proj.kind == "gain" and proj.offset:  # Gemma: the effective gain 1 + w is what is scaled
+            assert torch.equal(p, (before[name] + proj.offset) * f - proj.offset), name
+        else:
+            assert torch.equal(p, before[name] * f), name
+
+
+def test_mixture_of_experts_scales_every_experts_fused_down_projection(torch_models):
+    module = torch_models.hf("qwen2-moe", 2)
+    names = find_layout(module).projection_names
+    assert names == tuple(f"model.layers.{i}.{n}" for i in range(2) for n in (
+        "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight"))
+    assert module.model.layers[0].mlp.experts.down_proj.ndim == 3  # [experts, out, in], one tensor
+
+
+@pytest.mark.parametrize("family", ["gemma2", "olmo2"])
+def test_with_post_branch_norms_depth_scaling_scales_what_each_branch_adds(family, torch_models):
+    module = torch_models.hf(family, 4)
+    ids = torch.arange(14).reshape(2, 7) % torch_models.VOCAB
+    before = observe_residual_health(module, ids)
+    apply_depth_scaling(module)  # the post-branch norm's effective gain, times 1/sqrt(4)
+    after = observe_residual_health(module, ids)
+    # the first branch sees the same input before and after: what it adds (after its norm) halves
+    assert after.branches[0].attention_output_rms == pytest.approx(0.5 * before.branches[0].attention_output_rms,
+                                                                   rel=1e-5)
+    # halving o_proj instead leaves the branch far from halved: the norm divides the factor out
+    # (all but what its epsilon keeps, since these random branches are small)
+    module = torch_models.hf(family, 4)
+    with torch.no_grad():
+        for layer in module.model.layers:
+            layer.self_attn.o_proj.weight.mul_(0.5)
+    moved = observe_residual_health(module, ids)
+    assert moved.branches[0].attention_output_rms > 0.8 * before.branches[0].attention_output_rms
+
+
+def test_scheme_aliases_name_the_same_factors():
+    assert scheme_factors("megatron", 8) == scheme_factors("gpt2", 8) == scheme_factors("1/sqrt(2L)", 8)
+    assert scheme_factors("torchtitan", 3) == scheme_factors("per-layer", 3)
