@@ -213,6 +213,8 @@ def test_with_post_branch_norms_depth_scaling_scales_what_each_branch_adds(famil
     # the first branch sees the same input before and after: what it adds (after its norm) halves
     assert after.branches[0].attention_output_rms == pytest.approx(0.5 * before.branches[0].attention_output_rms,
                                                                    rel=1e-5)
+    if family != "gemma2":
+        return
     # halving o_proj instead leaves the branch far from halved: the norm divides the factor out
     # (all but what its epsilon keeps, since these random branches are small)
     module = torch_models.hf(family, 4)
