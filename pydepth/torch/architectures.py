@@ -421,7 +421,13 @@ _SPEC_HELP = ("describe it with pydepth.torch.ArchitectureSpec(name, description
 def _found_summary(module: nn.Module) -> str:
     children = [n for n, _ in module.named_children()][:8]
     matrices = [n for n, p in module.named_parameters() if p.ndim >= 2][:6]
-    return f"top-level modules {children}, first weight tensors {matrices}"
+    stacks = [(n, m) for n, m in module.named_modules() if _indexed_children(m)][:2]
+    found = f"top-level modules {children}, first weight tensors {matrices}"
+    for path, stack in stacks:
+        first = next(iter(stack.children()))
+        parts = [f"{n} ({type(m).__name__})" for n, m in first.named_children()][:10]
+        found += f"; layer stack {path!r} of {len(stack)}, each holding {parts}"
+    return found
 
 
 def _resolve_specs(architecture: Union[None, str, ArchitectureSpec]) -> Sequence[ArchitectureSpec]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -340,10 +339,13 @@ def _check_residual_sums(layout: DecoderLayout, sites: Sequence[torch.Tensor],
             checks = [(2 * b + 1, [sites[2 * b], branches[(b, 0)]], "input + attention branch"),
                       (2 * b + 2, [sites[2 * b + 1], branches[(b, 1)]], "mid state + feed-forward branch")]
         for site, parts, what in checks:
-            if tuple(parts[1].shape) != tuple(sites[site].shape):
-                err, scale = math.inf, 0.0
-            else:
-                err, scale = _sum_error(sites[site], parts)
+            shapes = [tuple(t.shape) for t in [sites[site], *parts]]
+            if len(set(shapes)) > 1:
+                raise ArchitectureError(
+                    f"{type(module).__name__} as run does not keep the residual stream in one shape: site {site} "
+                    f"(layer {b}) and the tensors it should sum ({what}) have shapes {shapes}; observation needs "
+                    "[batch, tokens, width] at every site and branch output")
+            err, scale = _sum_error(sites[site], parts)
             eps = torch.finfo(sites[site].dtype).eps
             if not err <= 8.0 * eps * scale + torch.finfo(sites[site].dtype).tiny:
                 raise ArchitectureError(
