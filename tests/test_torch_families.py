@@ -248,7 +248,7 @@ def test_gemma_gains_are_reported_as_the_effective_one_plus_weight(torch_models)
     assert find_layout(torch_models.hf("llama", 1)).gain_offset == 0.0
 
 
-def test_float32_scaled_weights_are_w_times_the_float32_factor(torch_models):
+def test_float32_and_bfloat16_scaled_weights_are_w_times_the_float32_factor(torch_models):
     from pydepth.torch import apply_depth_scaling
     model = torch_models.hf("llama", 3).float()
     w = model.model.layers[0].self_attn.o_proj.weight.detach().clone()
@@ -259,3 +259,8 @@ def test_float32_scaled_weights_are_w_times_the_float32_factor(torch_models):
     exact = (w.double() * f).float()  # the correctly rounded w * f differs in some elements
     assert not torch.equal(scaled, exact)
     assert np.abs(scaled.numpy().view(np.int32) - exact.numpy().view(np.int32)).max() == 1
+    half = torch_models.hf("llama", 3).to(torch.bfloat16)
+    w = half.model.layers[0].mlp.down_proj.weight.detach().clone()
+    apply_depth_scaling(half)  # bfloat16: w * fl32(f) computed in float32, rounded once to bfloat16
+    expected = (w.float() * torch.tensor(f, dtype=torch.float32)).to(torch.bfloat16)
+    assert torch.equal(half.model.layers[0].mlp.down_proj.weight.detach(), expected)

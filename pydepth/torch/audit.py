@@ -26,7 +26,8 @@ from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, 
 from .marks import recorded_scalings
 from .schemes import KNOWN_AS, SCHEMES, Scheme, fitting_schemes, near, scheme_factors, scheme_name, tensor_std
 
-__all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization", "projection_scale"]
+__all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization", "audit_layout",
+           "projection_scale"]
 
 #: Verdicts, in the order they are tried for a residual output.
 VERDICTS: Tuple[str, ...] = ("ok", "unscaled", "double-scaled", "off")
@@ -178,7 +179,12 @@ def audit_initialization(module: nn.Module, scheme: Optional[Scheme] = None,
     if scheme is not None:
         scheme_name(scheme)
     tol = _positive("tolerance", tolerance)
-    layout = resolve_layout(module, architecture, patterns, depth)
+    return audit_layout(module, resolve_layout(module, architecture, patterns, depth), scheme, base_std, tol)
+
+
+def audit_layout(module: nn.Module, layout: DecoderLayout, scheme: Optional[Scheme],
+                 base_std: Optional[float], tol: float) -> InitializationAudit:
+    """The audit of ``module`` whose layout is already known (see :func:`audit_initialization`)."""
     residual = {id(p.parameter): p for p in layout.projections}
     embeddings = {id(m.weight) for m in module.modules()
                   if isinstance(m, nn.Embedding) or type(m).__name__ == "_Embedding"}

@@ -23,7 +23,7 @@ from torch import nn
 
 from ..errors import AlreadyScaledError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
-from .audit import audit_initialization, projection_scale
+from .audit import audit_layout, projection_scale
 from .marks import leave_mark, module_records, recorded_scalings
 from .schemes import SCHEMES, Scheme, scheme_factors, scheme_name, tensor_std
 
@@ -95,18 +95,13 @@ def _previous(module: nn.Module, layout: DecoderLayout) -> Optional[str]:
     if layout.architecture == "patterns" or not layout.projections:
         return None
     try:
-        follows = [n for n in audit_initialization(module, "1/sqrt(L)", architecture=_spec_of(layout)).follows
-                   if n in SCHEMES]
+        follows = [n for n in audit_layout(module, layout, "1/sqrt(L)", None, 0.2).follows if n in SCHEMES]
     except ScalingSchemeError:  # no base to compare with: nothing to say
         return None
     if follows:
         return (f"has residual outputs that already follow {follows[0]} (audit_initialization; e.g. a stock "
                 "initialization that scales them, or scaled weights loaded with load_state_dict)")
     return None
-
-
-def _spec_of(layout: DecoderLayout) -> Optional[str]:
-    return layout.architecture if layout.architecture != "patterns" else None
 
 
 def _multiply(p: ResidualProjection, factor: float) -> None:
