@@ -31,6 +31,8 @@ FAMILIES = {
     "stablelm-parallel": ("model.layers", None),
     "mixtral": ("model.layers", "post_attention_layernorm"),
     "qwen2-moe": ("model.layers", "post_attention_layernorm"),
+    "qwen2-moe-mixed": ("model.layers", "post_attention_layernorm"),  # layer 0 dense, the others experts
+    "deepseek-v3": ("model.layers", "post_attention_layernorm"),  # shared experts beside the routed ones
     "gpt-neox": ("gpt_neox.layers", None),
     "falcon": ("transformer.h", "post_attention_layernorm"),
     "falcon-parallel": ("transformer.h", None),

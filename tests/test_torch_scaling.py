@@ -195,6 +195,17 @@ def test_every_family_scales_exactly_its_residual_outputs_and_nothing_else(famil
             assert torch.equal(p, before[name] * f), name
 
 
+def test_mixed_dense_and_expert_layers_scale_each_layers_own_outputs(torch_models):
+    assert find_layout(torch_models.hf("qwen2-moe-mixed", 3)).projection_names == (
+        "model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.down_proj.weight",
+        *(f"model.layers.{i}.{n}" for i in (1, 2) for n in (
+            "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight")))
+    deepseek = find_layout(torch_models.hf("deepseek-v3", 2))
+    assert deepseek.architecture == "hf-deepseek-moe"
+    assert deepseek.projection_names[2:] == tuple(f"model.layers.1.{n}" for n in (
+        "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_experts.down_proj.weight"))
+
+
 def test_mixture_of_experts_scales_every_experts_fused_down_projection(torch_models):
     module = torch_models.hf("qwen2-moe", 2)
     names = find_layout(module).projection_names

@@ -53,6 +53,13 @@ def _hf_families(T, layers, common):
         "qwen2-moe": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40, **eager,
             **llama_like, **e)),
+        "qwen2-moe-mixed": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40,
+            mlp_only_layers=[0], **eager, **llama_like, **e)),
+        "deepseek-v3": (T.DeepseekV3ForCausalLM, lambda e: T.DeepseekV3Config(
+            n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, first_k_dense_replace=1,
+            kv_lora_rank=8, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, n_group=1,
+            topk_group=1, **eager, **llama_like, **e)),
         "gpt-neox": (T.GPTNeoXForCausalLM, lambda e: T.GPTNeoXConfig(intermediate_size=64, **common, **e)),
         "falcon": (T.FalconForCausalLM, lambda e: T.FalconConfig(
             hidden_size=32, num_attention_heads=4, num_hidden_layers=layers, vocab_size=VOCAB,
@@ -74,8 +81,8 @@ def _hf_families(T, layers, common):
 
 #: Every Hugging Face family :func:`hf` builds.
 HF_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "olmo2", "stablelm",
-               "stablelm-parallel", "mixtral", "qwen2-moe", "gpt-neox", "falcon", "falcon-parallel", "falcon-new",
-               "bloom", "gpt-j", "gpt2")
+               "stablelm-parallel", "mixtral", "qwen2-moe", "qwen2-moe-mixed", "deepseek-v3", "gpt-neox", "falcon",
+               "falcon-parallel", "falcon-new", "bloom", "gpt-j", "gpt2")
 
 
 def hf(name, layers=2, **extra):

@@ -49,7 +49,8 @@ class ArchitectureSpec:
     :data:`NORM_PLACEMENTS`; ``attention_post_norm``/``feed_forward_post_norm`` name the norms
     that follow each branch (``post``, ``sandwich``). Depth scaling multiplies the projections'
     weights (``feed_forward_weights`` lists the parameter paths when the feed-forward output is a
-    block, e.g. fused 3-D expert tensors) for ``pre``, and the post-branch norms' effective
+    block, e.g. fused 3-D expert tensors; ``dense_feed_forward_weights`` those of the dense layers
+    a mixture-of-experts model may interleave) for ``pre``, and the post-branch norms' effective
     gains for ``post`` and ``sandwich``. ``gain_offset`` is 1.0 when a norm multiplies by
     ``1 + weight`` (Gemma). ``parallel`` marks ``x + attn(norm(x)) + ffn(norm'(x))`` (a
     ``parallel_attribute`` of the layer may switch it on); ``feed_forward_norm`` names the
@@ -73,6 +74,7 @@ class ArchitectureSpec:
     feed_forward_post_norm: Optional[str] = None
     feed_forward_norm: Optional[str] = None
     feed_forward_weights: Tuple[str, ...] = ()
+    dense_feed_forward_weights: Tuple[str, ...] = ()
     gain_offset: float = 0.0
     parallel: bool = False
     unsupported_attributes: Tuple[str, ...] = field(default=())
@@ -132,12 +134,20 @@ ARCHITECTURES: Tuple[ArchitectureSpec, ...] = (
     ArchitectureSpec("hf-llama-parallel", "Hugging Face StableLM with use_parallel_residual (one norm, "
                      "parallel residual)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp.down_proj",
                      "input_layernorm", None, "norm", parallel=True),
-    ArchitectureSpec("hf-qwen2-moe", "Hugging Face Qwen2-MoE: fused experts and a shared expert",
+    ArchitectureSpec("hf-qwen2-moe", "Hugging Face Qwen2-MoE: fused experts and a shared expert (dense "
+                     "layers too)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm",
+                     "post_attention_layernorm", "norm",
+                     feed_forward_weights=("mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight"),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
+    ArchitectureSpec("hf-deepseek-moe", "Hugging Face DeepSeek-V2/V3-style experts: fused experts and shared "
+                     "experts (dense first layers too)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm",
+                     "post_attention_layernorm", "norm",
+                     feed_forward_weights=("mlp.experts.down_proj", "mlp.shared_experts.down_proj.weight"),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
+    ArchitectureSpec("hf-moe", "Hugging Face Mixtral, Qwen3-MoE, OLMoE: fused 3-D experts (dense layers too)",
                      _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm", "post_attention_layernorm",
-                     "norm", feed_forward_weights=("mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight")),
-    ArchitectureSpec("hf-moe", "Hugging Face Mixtral and other mixtures of experts with fused 3-D experts",
-                     _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm", "post_attention_layernorm",
-                     "norm", feed_forward_weights=("mlp.experts.down_proj",)),
+                     "norm", feed_forward_weights=("mlp.experts.down_proj",),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
     ArchitectureSpec("gpt2", "Hugging Face GPT-2 (Conv1D, [in, out])", _H_LAYERS, "attn.c_proj",
                      "mlp.c_proj", "ln_1", "ln_2", "ln_f", "[in, out]", "Conv1D"),
     ArchitectureSpec("nanogpt", "nanoGPT-style GPT (nn.Linear, [out, in])", _H_LAYERS, "attn.c_proj",
@@ -305,30 +315,49 @@ def _parameter(layer: nn.Module, path: str) -> Optional[nn.Parameter]:
     return p if isinstance(p, nn.Parameter) else None
 
 
+def _unclaimed(spec: ArchitectureSpec, layer: nn.Module, paths: Sequence[str], taken: set) -> Optional[str]:
+    """A parameter of the feed-forward block that looks like an output projection (it shares a
+    leaf name with ``paths``) but is not among them: every expert's must be scaled."""
+    leaves = {path.split(".")[-2] if path.endswith(".weight") else path.split(".")[-1] for path in paths}
+    ffn_module = _get(layer, spec.feed_forward_output)
+    for name, p in (ffn_module.named_parameters() if ffn_module is not None else ()):
+        if id(p) not in taken and leaves & set(name.split(".")):
+            return (f"{spec.feed_forward_output}.{name} looks like an output projection that "
+                    "feed_forward_weights does not name")
+    return None
+
+
+def _feed_forward_paths(spec: ArchitectureSpec, layer: nn.Module) -> Tuple[str, ...]:
+    """The feed-forward parameters scaled in this layer: the expert tensors, or in a dense layer
+    of a mixture-of-experts model (``dense_feed_forward_weights``) the dense ones."""
+    if not spec.feed_forward_weights:
+        return (f"{spec.feed_forward_output}.weight",)
+    if spec.dense_feed_forward_weights and any(_parameter(layer, p) is None for p in spec.feed_forward_weights):
+        return spec.dense_feed_forward_weights
+    return spec.feed_forward_weights
+
+
 def _scaled(spec: ArchitectureSpec, layer: nn.Module) -> Union[str, Tuple[Tuple[str, str, nn.Parameter, str], ...]]:
     """The tensors depth scaling multiplies in one layer, or why they are not there."""
+    ffn_paths: Tuple[str, ...] = ()
     if spec.norm_placement != "pre":  # the post-branch norm sets the branch's scale: its gain
         wanted = [("attention-output", f"{spec.attention_post_norm}.weight", "gain"),
                   ("feed-forward-output", f"{spec.feed_forward_post_norm}.weight", "gain")]
     else:
-        ffn = spec.feed_forward_weights or (f"{spec.feed_forward_output}.weight",)
+        ffn_paths = _feed_forward_paths(spec, layer)
         wanted = ([("attention-output", f"{spec.attention_output}.weight", "matrix")]
-                  + [("feed-forward-output", path, "matrix") for path in ffn])
+                  + [("feed-forward-output", path, "matrix") for path in ffn_paths])
     out = []
     for role, path, kind in wanted:
         p = _parameter(layer, path)
         if p is None:
-            return f"no parameter {path!r} (attention_output, feed_forward_output, feed_forward_weights)"
+            return (f"no parameter {path!r} (attention_output, feed_forward_output, feed_forward_weights, "
+                    "dense_feed_forward_weights)")
         out.append((role, path, p, kind))
-    if spec.feed_forward_weights:  # every expert's output projection must be one of them
-        taken = {id(p) for _, _, p, _ in out}
-        leaves = {path.split(".")[-1] if not path.endswith(".weight") else path.split(".")[-2]
-                  for path in spec.feed_forward_weights}
-        ffn_module = _get(layer, spec.feed_forward_output)
-        for name, p in (ffn_module.named_parameters() if ffn_module is not None else ()):
-            if id(p) not in taken and leaves & set(name.split(".")):
-                return (f"{spec.feed_forward_output}.{name} looks like an output projection that "
-                        "feed_forward_weights does not name")
+    if spec.feed_forward_weights:
+        why = _unclaimed(spec, layer, ffn_paths, {id(p) for _, _, p, _ in out})
+        if why:
+            return why
     return tuple(out)
 
 
@@ -367,7 +396,8 @@ def _layout(spec: ArchitectureSpec, module: nn.Module, parts: List[_Layer], fina
     parallel = spec.parallel or (bool(spec.parallel_attribute)
                                  and any(getattr(p.layer, spec.parallel_attribute, False) for p in parts))
     offset = spec.gain_offset if spec.norm_placement != "pre" else 0.0
-    projections = tuple(ResidualProjection(index, role, names[id(param)], param, kind, offset if kind == "gain" else 0.0)
+    projections = tuple(ResidualProjection(index, role, names[id(param)], param, kind,
+                                           offset if kind == "gain" else 0.0)
                         for index, part in enumerate(parts) for role, _, param, kind in part.scaled)
     return DecoderLayout(
         architecture=spec.name, depth=len(parts), projections=projections,

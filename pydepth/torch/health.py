@@ -272,7 +272,8 @@ def _call_plain(module: nn.Module, input_ids: Any, labels: Any, attention_mask: 
 
 
 #: How each kind of module is called for its own mean loss: (convention, applies, call), first match.
-_CONVENTIONS: Tuple[Tuple[str, Callable[[nn.Module, DecoderLayout], bool], Callable[..., Tuple[Any, np.ndarray]]], ...] = (
+_Call = Callable[..., Tuple[Any, np.ndarray]]
+_CONVENTIONS: Tuple[Tuple[str, Callable[[nn.Module, DecoderLayout], bool], _Call], ...] = (
     ("pydepth twin: forward(tokens or Batch, targets aligned with the inputs)",
      lambda m, lay: lay.architecture == "pydepth-twin", _call_twin),
     ("Hugging Face: forward(input_ids=, labels=, attention_mask=), labels shifted inside",
