@@ -33,6 +33,9 @@ FAMILIES = {
     "qwen2-moe": ("model.layers", "post_attention_layernorm"),
     "qwen2-moe-mixed": ("model.layers", "post_attention_layernorm"),  # layer 0 dense, the others experts
     "deepseek-v3": ("model.layers", "post_attention_layernorm"),  # shared experts beside the routed ones
+    "qwen3-moe": ("model.layers", "post_attention_layernorm"),
+    "olmoe": ("model.layers", "post_attention_layernorm"),
+    "cohere": ("model.layers", None),  # one norm, attention and MLP added together
     "gpt-neox": ("gpt_neox.layers", None),
     "falcon": ("transformer.h", "post_attention_layernorm"),
     "falcon-parallel": ("transformer.h", None),

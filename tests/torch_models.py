@@ -53,6 +53,11 @@ def _hf_families(T, layers, common):
         "qwen2-moe": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40, **eager,
             **llama_like, **e)),
+        "qwen3-moe": (T.Qwen3MoeForCausalLM, lambda e: T.Qwen3MoeConfig(
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, head_dim=8, **eager, **llama_like, **e)),
+        "olmoe": (T.OlmoeForCausalLM, lambda e: T.OlmoeConfig(num_experts=4, num_experts_per_tok=2, **eager,
+                                                              **llama_like, **e)),
+        "cohere": (T.CohereForCausalLM, lambda e: T.CohereConfig(**llama_like, **e)),
         "qwen2-moe-mixed": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40,
             mlp_only_layers=[0], **eager, **llama_like, **e)),
@@ -81,8 +86,8 @@ def _hf_families(T, layers, common):
 
 #: Every Hugging Face family :func:`hf` builds.
 HF_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "olmo2", "stablelm",
-               "stablelm-parallel", "mixtral", "qwen2-moe", "qwen2-moe-mixed", "deepseek-v3", "gpt-neox", "falcon",
-               "falcon-parallel", "falcon-new", "bloom", "gpt-j", "gpt2")
+               "stablelm-parallel", "cohere", "mixtral", "qwen2-moe", "qwen2-moe-mixed", "qwen3-moe", "olmoe",
+               "deepseek-v3", "gpt-neox", "falcon", "falcon-parallel", "falcon-new", "bloom", "gpt-j", "gpt2")
 
 
 def hf(name, layers=2, **extra):
