@@ -63,13 +63,19 @@ def _check_model_type(transformers: Any, model_type: str, where: Any) -> None:
             "not encoder-decoders such as T5 or encoders such as BERT")
 
 
+def has_weights(path: str) -> bool:
+    """True when ``path`` is a saved Hugging Face model directory (its weights are loaded, no seed needed)."""
+    p = pathlib.Path(path)
+    return p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS)
+
+
 def _hf_model(path: str, seed: int, dtype: Any) -> Tuple[Any, str]:
     from ..torch._deps import require_transformers
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: local files only
     transformers = require_transformers()
     import torch
     p = pathlib.Path(path)
-    if p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS):
+    if has_weights(path):
         stored = _read_json(p / "config.json") if (p / "config.json").is_file() else {}
         if isinstance(stored, dict) and isinstance(stored.get("model_type"), str):
             _check_model_type(transformers, stored["model_type"], p / "config.json")
