@@ -269,3 +269,11 @@ def test_float32_and_bfloat16_scaled_weights_are_w_times_the_float32_factor(torc
     apply_depth_scaling(half)  # bfloat16: w * fl32(f) computed in float32, rounded once to bfloat16
     expected = (w.float() * torch.tensor(f, dtype=torch.float32)).to(torch.bfloat16)
     assert torch.equal(half.model.layers[0].mlp.down_proj.weight.detach(), expected)
+
+
+def test_a_norm_that_cannot_be_run_is_not_taken_for_one_with_a_gain_offset(torch_models):
+    with torch.device("meta"):  # no values: the norms cannot be probed
+        llama, gemma2 = torch_models.hf("llama", 2), torch_models.hf("gemma2", 2)
+    assert find_layout(llama).architecture == "hf-llama"
+    with pytest.raises(ArchitectureError, match="could not be run"):
+        find_layout(gemma2)

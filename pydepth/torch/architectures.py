@@ -255,17 +255,18 @@ def _gain_mismatch(norm: nn.Module, offset: float) -> Optional[str]:
     """Why ``norm`` does not multiply by ``offset + weight`` (None when it does, or cannot be probed)."""
     g = _gain_parameter(norm)
     if g is None or g.numel() % 2 or not g.dtype.is_floating_point:
-        return None
+        return None if offset == 0.0 else f"{type(norm).__name__} has no gain to check (gain_offset)"
     x = torch.ones(1, g.numel(), dtype=g.dtype, device=g.device)
     x[:, 1::2] = -1.0  # zero mean, unit RMS: a LayerNorm and an RMSNorm both return ~gain * x
     try:
         with torch.no_grad():
             seen = ((norm.forward(x) - norm.forward(-x)) * x * 0.5).to(torch.float64)[0]
-    except Exception:  # a norm that needs other arguments is not probed
-        return None
-    want = g.detach().to(torch.float64) + offset
-    if bool(((seen - want).abs() <= 0.02 * (1.0 + want.abs())).all()):
-        return None
+            want = g.detach().to(torch.float64) + offset
+            if bool(((seen - want).abs() <= 0.02 * (1.0 + want.abs())).all()):
+                return None
+    except Exception:  # a norm that needs other arguments, or has no values (meta device), cannot be run
+        return None if offset == 0.0 else (f"{type(norm).__name__} could not be run to check that it "
+                                           f"multiplies by {offset:g} + weight (gain_offset)")
     return (f"{type(norm).__name__} multiplies by {float(seen[0]):.4g} where offset {offset:g} + weight "
             f"is {float(want[0]):.4g} (gain_offset)")
 
