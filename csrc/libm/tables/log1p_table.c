@@ -1,8 +1,8 @@
 /* Data of log1p (docs/numerics-elementary.md §5).
  *
- * C_log1p: coefficients C1..C7 of the polynomial R(z) = C1 z + C2 z^2 + ... + C7 z^7 in
- *   z = s^2, s = f / (2 + f), approximating (log(1 + f) - f + f^2/2) / s - f^2/2 ... in the
- *   classical form log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), |s| <= 0.1716.
+ * C_log1p: coefficients C1..C7 of the polynomial psi(z) = C1 z + C2 z^2 + ... + C7 z^7 in
+ *   z = s^2, s = f / (2 + f), for log(1 + f) = f - f^2/2 + s (f^2/2 + psi(s^2)),
+ *   |s| <= 0.1716 (log((1 + s)/(1 - s)) = 2s + 2s^3/3 + ..., as a minimax fit).
  * ln2 = ln2_hi + ln2_lo with ln2_hi having 32 significant bits (k * ln2_hi exact for |k| < 2^20).
  * Where the values come from: the coefficients published with the log1p of Sun's fdlibm 5.3
  * (s_log1p.c; the same numbers as fdlibm's e_log.c Lg1..Lg7), as shipped in the GNU C Library.

@@ -1,9 +1,9 @@
 /* Data of log (docs/numerics-elementary.md §3).
  *
  * T_log: for i = 0..127, subinterval i of [0x1.6p-1, 0x1.6p0) (each 2^-7 wide in the bits of
- *   the significand), the pair (inv_c, log_c): inv_c is a double near 1/c for a point c near
- *   the middle of the subinterval, chosen with few significant bits so that z * inv_c - 1 is
- *   exact; log_c is log(c) rounded to double (c is 1/inv_c).
+ *   the significand), the pair (rc, lc): rc is a double near 1/c for a point c near
+ *   the middle of the subinterval; lc is log(c) rounded to 42 significant bits (its low 11
+ *   bits are zero, so k ln2_hi + lc is exact), c being 1/rc.
  * A_log: coefficients A0..A4 of log1p(r) - r ~ A0 r^2 + A1 r^3 + ... + A4 r^6 (|r| < 2^-8).
  * B_log: coefficients B0..B10 of log(1 + r) - r ~ B0 r^2 + ... + B10 r^12 near 1
  *   (0x1.ep-1 <= 1 + r < 0x1.1090p0).

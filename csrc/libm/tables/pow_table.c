@@ -1,12 +1,12 @@
 /* Data of pow's logarithm (docs/numerics-elementary.md §4).
  *
  * T_pow: for i = 0..127, subinterval i of [0x1.69555p-1, 0x1.69555p0), the triple
- *   (inv_c, log_c, log_c_tail): inv_c is a double near 1/c with at most 9 significant bits
- *   (so z * inv_c - 1 is exact), log_c + log_c_tail is log(c) to about 2^-100 relative, c being
- *   1/inv_c (log_c has its low bits zero so that k ln2_hi + log_c is exact). Entries 11 and 12
- *   are equal (so are a few others): the published table repeats them.
- * A_pow: coefficients A0..A6 of log1p(r) ~ r + A0 r^2 + ar^3 (A1 + ...) in the nested form of
- *   §4, where ar = A0 r; they are the minimax coefficients pre-scaled by powers of -2.
+ *   (rc, lc, lt): rc is a double near 1/c with at most 8 significant bits
+ *   (so z * rc - 1 is exact), lc + lt is log(c) as a head and a tail, c being 1/rc (lc has
+ *   its low 11 bits zero). Many neighbouring entries are equal (10 and 11, 17 and 18, ...,
+ *   74 and 75, counting from 0): the published table repeats them.
+ * A_pow: coefficients A0..A6 of log1p(r) ~ r + A0 r^2 + a3 (A1 + ...) in the nested form of
+ *   §4.3, where a3 = A0 r^3; they are the minimax coefficients pre-scaled by powers of -2.
  * pow uses ln2_hi and ln2_lo of log_table.c (the same two numbers).
  * Where the values come from: the table and coefficients published with the table-driven pow
  * in the GNU C Library 2.28 (sysdeps/ieee754/dbl-64/e_pow_log_data.c, its unused fourth column

@@ -3,9 +3,9 @@
  * D_2pi: 2/pi written in base 2^24: 2/pi = sum over j >= 0 of D_2pi[j] * 2^(-24 (j + 1)),
  *   each D_2pi[j] an integer in [0, 2^24) held exactly as a double; 75 digits = 1800 bits,
  *   enough for every finite double.
- * HALF_PI_27: pi/2 = G1 + G2 + ..., G1 and G2 with 27 and at most 21 significant bits (the
- *   products t * G1, t * G2 with t of 26 bits are exact); note G2 differs in its last bits from
- *   M2 of sincos_table.c (a different split).
+ * half_pi_27: pi/2 ~ G1 + G2, heads of 26 and 23 significant bits (their products with the
+ *   26-bit halves of §6.5 B4 are exact); G2 differs in its last bits from M2 of
+ *   sincos_table.c (a different split).
  * The digits of 2/pi are a mathematical fact; this base-2^24 layout is the one published with
  * the IBM Accurate Mathematical Library (glibc sysdeps/ieee754/dbl-64/branred.h). See
  * docs/provenance.md. */

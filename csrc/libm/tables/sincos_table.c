@@ -1,16 +1,14 @@
 /* Data of sin and cos (docs/numerics-elementary.md §6).
  *
  * T_sc: for j = 0..109, the quadruple (sin_hi, sin_lo, cos_hi, cos_lo) with
- *   sin(j/128) = sin_hi + sin_lo and cos(j/128) = cos_hi + cos_lo to about 2^-106 relative
- *   (hi the nearest double, lo the nearest double to the remainder). j = 109 covers 0.855469.
- * P_sin: Taylor-like coefficients P1..P5 of sin(a) ~ a + a^3 (P1 + a^2 (P2 + ... + a^2 P5))
- *   for |a| < 0.126.
+ *   sin(j/128) ~ sin_hi + sin_lo and cos(j/128) ~ cos_hi + cos_lo (a head and a tail each).
+ * P_sin: P1..P5 of sin(a) ~ a + a^3 (P1 + a^2 (P2 + ... + a^2 P5)) for |a| < 0.126.
  * S_sin: S3, S5 of sin(y) ~ y + S3 y^3 + S5 y^5, and S_cos: S2, S4, S6 of
  *   1 - cos(y) ~ S2 y^2 + S4 y^4 + S6 y^6, for the remainder |y| <= 1/256 around a table point.
- * HALF_PI: pi/2 = H0 + H1 (H0 the nearest double, H1 the nearest double to the rest).
- * QUARTER_SPLIT: pi/2 as M1 + M2 + M3 + M4, M1..M3 with at most 27 significant bits (so n * Mi
- *   is exact for |n| < 2^26... within the fused steps of §6.4), M4 the nearest double to the rest.
- * TWO_OVER_PI: 2/pi rounded to double (0x1.45f306dc9c883p-1).
+ * half_pi: pi/2 ~ H0 + H1 (H0 the nearest double, H1 the nearest double to the rest).
+ * half_pi_4: pi/2 ~ M1 + M2 + M3 + M4, M1..M3 heads of 26, 27 and 26 significant bits (so the
+ *   products with the quadrant count in §6.4 stay exact), M4 a full double.
+ * two_over_pi: 2/pi rounded to double.
  * Where the values come from: the table and constants published with the IBM Accurate
  * Mathematical Library's sin/cos (Ziv et al.), as shipped in the GNU C Library
  * (sysdeps/ieee754/dbl-64/sincostab.c, usncs.h, s_sin.c), read from the data objects of the

@@ -11,8 +11,8 @@
 #define PD_T_SC_N 110  /* T_sc: sin and cos at j/128, j = 0..109 */
 #define PD_D_2PI_N 75  /* D_2pi: base-2^24 digits of 2/pi */
 
-typedef struct { double inv_c, log_c; } pd_log_pair;
-typedef struct { double inv_c, log_c, log_c_tail; } pd_pow_triple;
+typedef struct { double rc, lc; } pd_log_pair;              /* rc ~ 1/c, lc ~ log c */
+typedef struct { double rc, lc, lt; } pd_pow_triple;      /* rc ~ 1/c, lc + lt ~ log c */
 
 /* exp (§2) */
 extern const uint64_t pd_T_exp[2 * PD_T_EXP_N]; /* (t_i bits, s_i bits) for i = 0..127 */
