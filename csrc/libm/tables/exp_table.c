@@ -7,8 +7,8 @@
  *         (the relative rounding error of the head, about 2^-53 or less).
  * C_exp: degree 2..5 coefficients of the polynomial approximating exp(r) - 1 - r on
  *   |r| <= ln2/256.
- * Reduction constants: 128/ln2 and -ln2/128 split into a head with 33 significant bits
- *   (so k * head is exact for |k| < 2^19) and a tail.
+ * Reduction constants: 128/ln2 and -ln2/128 split into a head with 36 significant bits
+ *   (so k * head is exact for |k| < 2^17) and a tail.
  * Where the values come from: the table published with the table-driven exp in the GNU C
  * Library 2.28 (sysdeps/ieee754/dbl-64/e_exp_data.c), read from the data object of the glibc
  * 2.36 x86-64 build; every value is a number (2^(i/128) to double precision and its error, or
