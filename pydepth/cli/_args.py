@@ -76,7 +76,7 @@ def error(message: str) -> None:
 
 def plot_missing() -> bool:
     """True (after saying so) when matplotlib is missing; checked before any work."""
-    from ..plot_style import PlotDependencyError, pyplot
+    from ..plots.style import PlotDependencyError, pyplot
     try:
         pyplot()
     except PlotDependencyError as err:

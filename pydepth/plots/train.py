@@ -1,12 +1,12 @@
 """The training plot: loss per step, and each residual site's activation and adjoint ratio over
-the observed steps with the health band, in the house style of plot_style (extra ``plot``)."""
+the observed steps with the health band, in the house style of plots.style (extra ``plot``)."""
 from __future__ import annotations
 
 import pathlib
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .health import HEALTH_BAND
-from .plot_style import mark_out_of_band, new_figure, pyplot, ratio_axis, save_figure, shade_band, wrap_title
+from ..health import HEALTH_BAND
+from .style import mark_out_of_band, new_figure, pyplot, ratio_axis, save_figure, shade_band, wrap_title
 
 __all__ = ["plot_training"]
 
