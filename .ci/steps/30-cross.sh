@@ -3,7 +3,8 @@
 # native, aarch64 glibc under qemu-aarch64, x86-64 musl (static, musl-gcc), Windows AMD64
 # (zig cc, mingw-w64 ABI) under wine, and macOS arm64 / x86-64 (zig cc: build and link only).
 #
-# Every run must build, and its kernel_paths test must pass. The public_fixtures test must be
+# Every run must build, and its kernel_paths and nan_results tests must pass (the NaN results
+# of the elementary functions by the rules of their specification). The public_fixtures test must be
 # bit-exact on the runs listed in BIT_EXACT_RUNS (every run that executes: the elementary
 # functions are pydepth's own, csrc/libm, so musl's and the Windows CRT's libm no longer matter).
 set -euo pipefail
@@ -94,6 +95,15 @@ for run in $RUNS; do
   if ! (cd "$build" && ctest --output-on-failure -R kernel_paths) >"$build.kernels" 2>&1; then
     cat "$build.kernels" >&2
     summary+=("$run: kernel_paths FAILED")
+    fail=1
+  fi
+  # NaN results by the rules of docs/numerics-elementary.md §10 (the created NaN is 0xfff8...
+  # on every CPU; both builds on x86-64): required on every run.
+  if (cd "$build" && ctest -V -R nan_results) >"$build.nans" 2>&1; then
+    summary+=("$run: NaN results follow spec §10 ($(sed -nE 's/^[0-9]+: nan results: ([0-9]+) checked.*FMA=([^)]*)\)$/\1 with PYDEPTH_LIBM_FMA=\2/p' "$build.nans" | paste -sd ';' -))")
+  else
+    grep -E "FAIL|nan results" "$build.nans" >&2 || cat "$build.nans" >&2
+    summary+=("$run: NaN results BREAK spec §10")
     fail=1
   fi
   set +e
