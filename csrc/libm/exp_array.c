@@ -4,7 +4,7 @@
 #include "../platform/pd_atomic.h"
 #include "../platform/pd_cpu.h"
 #include "../platform/pd_platform.h"
-#include "libm_internal.h"
+#include "exp_array.h"
 #include "pd_libm.h"
 
 #define PD_EXP_PATH_AVX2 1

@@ -5,7 +5,7 @@
 #if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #include "bits.h"
-#include "libm_internal.h"
+#include "exp_array.h"
 #include "pd_libm.h"
 #include "tables/tables.h"
 

@@ -2,7 +2,7 @@
  * Payne and Hanek): no operation here is fused, so there is one build on every platform. */
 #include <math.h>
 #include "bits.h"
-#include "libm_internal.h"
+#include "reduce_large.h"
 #include "tables/tables.h"
 
 #define PD_S54 0x1.8p54

@@ -1,6 +1,7 @@
 /* sin and cos (docs/numerics-elementary.md §6): Ziv's table method on x = n pi/2 + (a + da). */
 #include "variant.h"
 #include "libm_internal.h"
+#include "reduce_large.h"
 #include "tables/tables.h"
 
 #define PD_S45 0x1.8p45

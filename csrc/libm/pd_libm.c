@@ -1,4 +1,5 @@
-/* pd_exp ... pd_pow: the build chosen once per process (docs/numerics-elementary.md §7.1). */
+/* The functions of pd_libm.h, pd_exp ... pd_pow: each calls the build chosen once per process
+ * (docs/numerics-elementary.md §7.1). */
 #include <stdlib.h>
 #include <string.h>
 #include "../platform/pd_atomic.h"
