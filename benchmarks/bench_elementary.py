@@ -76,7 +76,8 @@ def build(directory: pathlib.Path) -> pathlib.Path:
     src = directory / "bench_elementary.c"
     src.write_text(_SOURCE)
     exe = directory / "bench_elementary"
-    sources = sorted(str(p) for p in (ROOT / "csrc" / "libm").glob("*.c"))
+    libm = ROOT / "csrc" / "libm"
+    sources = sorted(str(p) for p in [*libm.glob("*.c"), *(libm / "tables").glob("*.c")])
     sources.append(str(ROOT / "csrc" / "platform" / "pd_cpu.c"))
     subprocess.run([cc, "-O3", "-ffp-contract=off", "-fno-fast-math", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
                     "-I", str(ROOT / "csrc"), "-o", str(exe), str(src), *sources, "-lm"], check=True)

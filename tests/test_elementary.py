@@ -9,13 +9,14 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 import pydepth
-from pydepth._native import _elementary
 from pydepth import elementary as E
+from pydepth._native import _elementary
 from pydepth.errors import ElementaryInputError, PydepthError
 
 _spec = importlib.util.spec_from_file_location(
@@ -244,6 +245,99 @@ def test_pow_special_pairs_equal_glibc(oracle):
     x, y = np.meshgrid(vals, vals)  # every pair
     x, y = x.reshape(-1), y.reshape(-1)
     assert_same_bits("pow", E.pow(x, y), oracle("pow", x, y), x, y)
+
+
+# ------------------------------------------- NaN results by the rules (docs/numerics-elementary.md §10)
+# Checked against the specification's rules, not the oracle, so they run on every platform and
+# build; the C program tests/c/nan_check.c checks the same rules under qemu-aarch64 and wine.
+NAN_STAR, QUIET_BIT, SIGN_BIT, ONE_BITS = 0xFFF8000000000000, 1 << 51, 1 << 63, 0x3FF0000000000000
+NAN_INPUTS = [0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000123, 0xFFF8000000000456,
+              0x7FF0000000000789, 0xFFF0000000000ABC]  # quiet and signalling, both signs
+POW_NON_NAN = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, np.inf, -np.inf,
+               5e-324, -5e-324, 1e300, -1e300, 2.0 ** 70, -(2.0 ** 70), 2.0 ** -70, 2.0 ** 53 - 1,
+               -(2.0 ** 53 - 1), 2.0 ** 53, 1.0 + 2.0 ** -52, -(1.0 - 2.0 ** -53)]
+NAN_CREATORS = {"exp": [], "log": [-1.0, -1e-4, -np.inf, -5e-324, -1e300],
+                "log1p": [-2.0, -np.inf, -1.0 - 2.0 ** -52, -1e300], "sin": [np.inf, -np.inf],
+                "cos": [np.inf, -np.inf]}
+NAN_ARGS = np.concatenate([np.array(NAN_INPUTS, dtype=np.uint64).view(np.float64), POW_NON_NAN])
+POW_X, POW_Y = np.repeat(NAN_ARGS, NAN_ARGS.size), np.tile(NAN_ARGS, NAN_ARGS.size)
+
+
+def _is_nan(u):
+    return (u >> 52) & 0x7FF == 0x7FF and u & ((1 << 52) - 1) != 0
+
+
+def _signalling(u):
+    return _is_nan(u) and not u & QUIET_BIT
+
+
+def _odd_integer(y):
+    return bool(np.isfinite(y)) and float(y).is_integer() and abs(y) < 2.0 ** 53 and int(y) % 2 == 1
+
+
+def _pow_by_the_rules(ux, uy):
+    """The bits §10.1 prescribes for pow(x, y) where it speaks, else None (the result is no NaN)."""
+    x, y = np.array([ux, uy], dtype=np.uint64).view(np.float64).tolist()
+    if uy << 1 & (2 ** 64 - 1) == 0:
+        return ux | QUIET_BIT if _signalling(ux) else ONE_BITS
+    if ux == ONE_BITS:
+        return uy | QUIET_BIT if _signalling(uy) else ONE_BITS
+    if _is_nan(ux):
+        return (ux | QUIET_BIT) & ~SIGN_BIT if not _is_nan(uy) and _odd_integer(y) else ux | QUIET_BIT
+    if _is_nan(uy):
+        return uy | QUIET_BIT
+    if x < 0 and np.isfinite(x) and np.isfinite(y) and not float(y).is_integer():
+        return NAN_STAR
+    return None
+
+
+def _nan_case_results(env=None):
+    """pow over every pair of NAN_ARGS and each unary function on NaNs and NaN creators, run in
+    this process or, with env, in a child process (the build is chosen once per process)."""
+    code = ("import sys, numpy as np, pydepth.elementary as E\n"
+            "a = np.load(sys.argv[1])\n"
+            "out = {f: getattr(E, f)(a[f]) for f in a.files if f not in ('px', 'py')}\n"
+            "out['pow'] = E.pow(a['px'], a['py'])\n"
+            "np.savez(sys.argv[2], **out)\n")
+    inputs = {f: np.concatenate([NAN_ARGS[:len(NAN_INPUTS)], np.array(c, dtype=np.float64)])
+              for f, c in NAN_CREATORS.items()}
+    if env is None:
+        out = {f: getattr(E, f)(x) for f, x in inputs.items()}
+        out["pow"] = E.pow(POW_X, POW_Y)
+        return inputs, out
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+        np.savez(src, px=POW_X, py=POW_Y, **inputs)
+        subprocess.run([sys.executable, "-c", code, src, dst], check=True,
+                       env=dict(os.environ, **env), cwd=tmp)
+        with np.load(dst) as got:
+            return inputs, {f: got[f] for f in got.files}
+
+
+NAN_BUILDS = {"the build this process chose": None, "the emulated-fma build": {"PYDEPTH_LIBM_FMA": "0"}}
+
+
+@pytest.mark.parametrize("build", list(NAN_BUILDS))
+def test_nan_results_follow_the_rules_bit_for_bit_on_every_build(build):
+    inputs, out = _nan_case_results(NAN_BUILDS[build])
+    for f, x in inputs.items():  # a NaN input comes out quiet, a created NaN is NaN*
+        want = [u | QUIET_BIT if _is_nan(u) else NAN_STAR for u in x.view(np.uint64).tolist()]
+        assert out[f].view(np.uint64).tolist() == want, f
+    checked = 0
+    for ux, uy, uo in zip(POW_X.view(np.uint64).tolist(), POW_Y.view(np.uint64).tolist(),
+                          out["pow"].view(np.uint64).tolist()):
+        want = _pow_by_the_rules(ux, uy)
+        if want is None:
+            assert not _is_nan(uo), f"pow({ux:#x}, {uy:#x}) = {uo:#x}, a NaN"
+        else:
+            checked += 1
+            assert uo == want, f"pow({ux:#x}, {uy:#x}) = {uo:#x}, the rules say {want:#x}"
+    assert checked > 400  # every NaN argument against every value, and the created NaNs
+
+
+def test_log_and_log1p_of_their_poles_and_minus_zero_are_infinities_not_nans():
+    assert E.log(np.array([0.0, -0.0])).view(np.uint64).tolist() == [0xFFF0000000000000] * 2
+    assert E.log1p(np.array([-1.0])).view(np.uint64).tolist() == [0xFFF0000000000000]
 
 
 def _near_halfway(func, x):

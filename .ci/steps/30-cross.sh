@@ -3,7 +3,8 @@
 # native, aarch64 glibc under qemu-aarch64, x86-64 musl (static, musl-gcc), Windows AMD64
 # (zig cc, mingw-w64 ABI) under wine, and macOS arm64 / x86-64 (zig cc: build and link only).
 #
-# Every run must build, and its kernel_paths test must pass. The public_fixtures test must be
+# Every run must build, and its kernel_paths and nan_results tests must pass (the NaN results
+# of the elementary functions by the rules of their specification). The public_fixtures test must be
 # bit-exact on the runs listed in BIT_EXACT_RUNS (every run that executes: the elementary
 # functions are pydepth's own, csrc/libm, so musl's and the Windows CRT's libm no longer matter).
 # aarch64 runs the fixtures once per kernel path forced (neon, its default, and baseline), and
@@ -120,6 +121,15 @@ for run in $RUNS; do
   if [ "$run" = aarch64 ]; then
     if fused=$(no_fused_neon "$build" 2>&1); then summary+=("$run: $fused")
     else echo "$fused" >&2; summary+=("$run: fused multiply-add in NEON code FAILED"); fail=1; fi
+  fi
+  # NaN results by the rules of docs/numerics-elementary.md §10 (the created NaN is 0xfff8...
+  # on every CPU; both builds on x86-64): required on every run.
+  if (cd "$build" && ctest -V -R nan_results) >"$build.nans" 2>&1; then
+    summary+=("$run: NaN results follow spec §10 ($(sed -nE 's/^[0-9]+: nan results: ([0-9]+) checked.*FMA=([^)]*)\)$/\1 with PYDEPTH_LIBM_FMA=\2/p' "$build.nans" | paste -sd ';' -))")
+  else
+    grep -E "FAIL|nan results" "$build.nans" >&2 || cat "$build.nans" >&2
+    summary+=("$run: NaN results BREAK spec §10")
+    fail=1
   fi
   forced_list=$(forced_paths "$run")
   for forced in ${forced_list:-""}; do # one pass per forced path, or one on the default path

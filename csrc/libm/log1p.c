@@ -1,86 +1,76 @@
-/* log1p: 1 + x = 2^k (1 + f) with sqrt(2)/2 < 1 + f < sqrt(2) (plus a correction c/u for the
- * rounding of u = 1 + x); log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))) with s = f / (2 + f) and
- * R a degree-7 polynomial in s^2 (the fdlibm method). */
-#include "log1p.h"
-#include "pd_libm_bits.h"
+/* log1p (docs/numerics-elementary.md §5): 1 + x = 2^k (1 + f), log(1 + f) from s = f/(2 + f). */
+#include "variant.h"
+#include "libm_internal.h"
+#include "tables/tables.h"
 
-static const double ln2_hi = 0x1.62e42fee00000p-1; /* k * ln2_hi is exact for |k| < 2000 */
-static const double ln2_lo = 0x1.a39ef35793c76p-33;
-static const double Lp1 = 0x1.5555555555593p-1, Lp2 = 0x1.999999997fa04p-2,
-                    Lp3 = 0x1.2492494229359p-2, Lp4 = 0x1.c71c51d8e78afp-3,
-                    Lp5 = 0x1.7466496cb03dep-3, Lp6 = 0x1.39a09d078c69fp-3,
-                    Lp7 = 0x1.2f112df3e5244p-3;
+#define LC(j) pd_C_log1p[(j) - 1] /* C1..C7 */
+#define PD_TWO_THIRDS 0x1.5555555555555p-1
 
-static uint32_t high_word(double x) { return (uint32_t)(pd_bits(x) >> 32); }
-
-static double with_high_word(double x, uint32_t hi) {
-    return pd_from_bits((pd_bits(x) & 0xffffffffull) | ((uint64_t)hi << 32));
+/* §5.1 S1: split u = 1 + x (x > -1 here) into k, f and the correction c of its rounding. */
+PD_STEP double PD_V(log1p_s1)(double x, int32_t h, int *k, double *c, uint32_t *m) {
+    double u;
+    if (h < 0x43400000) {
+        u = 1.0 + x;
+        *m = pd_hw(u);
+        *k = (int)(*m >> 20) - 1023;
+        *c = *k > 0 ? 1.0 - (u - x) : x - (u - 1.0);
+        *c = *c / u;
+    } else {
+        u = x;
+        *m = pd_hw(u);
+        *k = (int)(*m >> 20) - 1023;
+        *c = 0.0;
+    }
+    *m &= 0x000fffff;
+    const uint64_t low = pd_bits(u) & 0xffffffffull;
+    if (*m < 0x6a09e) {
+        u = pd_dbl(((uint64_t)(*m | 0x3ff00000) << 32) | low);
+    } else {
+        *k += 1;
+        u = pd_dbl(((uint64_t)(*m | 0x3fe00000) << 32) | low);
+        *m = (0x00100000 - *m) >> 2;
+    }
+    return u - 1.0;
 }
 
-PD_LIBM_INLINE double log1p_body(int hw, double x) {
-    const int32_t hx = (int32_t)high_word(x);
-    const int32_t ax = hx & 0x7fffffff;
-    int32_t k = 1, hu = 0;
-    double f = 0.0, c = 0.0;
-    if (hx < 0x3fda827a) { /* x < 0.41422 */
-        if (ax >= 0x3ff00000) { /* x <= -1 */
-            if (x == -1.0) return -INFINITY;
-            return (x - x) / (x - x);
-        }
-        if (ax < 0x3e200000) { /* |x| < 2^-29 */
-            if (ax < 0x3c900000) return x; /* |x| < 2^-54 */
-            return pd_fma(hw, -(x * x), 0.5, x);
-        }
-        if (hx > 0 || hx <= (int32_t)0xbfd2bec3) { /* -0.2929 < x < 0.41422: f = x exactly */
-            k = 0;
-            f = x;
-            hu = 1;
-        }
-    } else if (hx >= 0x7ff00000) {
-        return x + x;
+/* §5.1 D1-D3: log(1 + f) + k ln2 + c. */
+PD_STEP double PD_V(log1p_d)(double f, int k, double c, uint32_t m) {
+    const double hf = (0.5 * f) * f; /* D1 */
+    const double kappa = (double)k;
+    if (m == 0) { /* D2: |f| < 2^-20 */
+        if (f == 0.0) return k == 0 ? 0.0 : FMA(kappa, pd_log1p_ln2_hi, FMA(kappa, pd_log1p_ln2_lo, c));
+        const double psi = FMA(-f, PD_TWO_THIRDS, 1.0) * hf;
+        if (k == 0) return f - psi;
+        return FMA(kappa, pd_log1p_ln2_hi, -((psi - FMA(kappa, pd_log1p_ln2_lo, c)) - f));
     }
-    if (k != 0) {
-        double u;
-        if (hx < 0x43400000) {
-            u = 1.0 + x;
-            hu = (int32_t)high_word(u);
-            k = (hu >> 20) - 1023;
-            c = (k > 0) ? 1.0 - (u - x) : x - (u - 1.0); /* the rounding error of u */
-            c = c / u;
-        } else {
-            u = x;
-            hu = (int32_t)high_word(u);
-            k = (hu >> 20) - 1023;
-            c = 0.0;
-        }
-        hu &= 0x000fffff;
-        if (hu < 0x6a09e) { /* normalise u into [1, sqrt(2)) */
-            u = with_high_word(u, (uint32_t)hu | 0x3ff00000u);
-        } else { /* or u/2 into [sqrt(2)/2, 1) */
-            k += 1;
-            u = with_high_word(u, (uint32_t)hu | 0x3fe00000u);
-            hu = (0x00100000 - hu) >> 2;
-        }
-        f = u - 1.0;
-    }
-    const double hfsq = (0.5 * f) * f;
-    const double kd = (double)k;
-    if (hu == 0) { /* |f| < 2^-20 */
-        if (f == 0.0) {
-            if (k == 0) return 0.0;
-            return pd_fma(hw, kd, ln2_hi, pd_fma(hw, kd, ln2_lo, c));
-        }
-        const double R = pd_fma(hw, -f, 0.66666666666666666, 1.0) * hfsq;
-        if (k == 0) return f - R;
-        return pd_fma(hw, kd, ln2_hi, -((R - pd_fma(hw, kd, ln2_lo, c)) - f));
-    }
-    const double s = f / (2.0 + f);
+    const double s = f / (2.0 + f); /* D3 */
     const double z = s * s, z2 = z * z, z4 = z2 * z2, z6 = z2 * z4;
-    const double R2 = pd_fma(hw, z, Lp3, Lp2), R3 = pd_fma(hw, z, Lp5, Lp4), R4 = pd_fma(hw, z, Lp7, Lp6);
-    const double R = pd_fma(hw, z6, R4, pd_fma(hw, z4, R3, pd_fma(hw, z, Lp1, z2 * R2)));
-    const double sr = s * (hfsq + R); /* one product for both branches, never fused */
-    if (k == 0) return f - (hfsq - sr);
-    return pd_fma(hw, kd, ln2_hi, -((hfsq - (sr + pd_fma(hw, kd, ln2_lo, c))) - f));
+    const double psi = FMA(z6, FMA(z, LC(7), LC(6)),
+                           FMA(z4, FMA(z, LC(5), LC(4)), FMA(z, LC(1), z2 * FMA(z, LC(3), LC(2)))));
+    const double v = s * (hf + psi); /* one product, not fused with what follows */
+    if (k == 0) return f - (hf - v);
+    return FMA(kappa, pd_log1p_ln2_hi, -((hf - (v + FMA(kappa, pd_log1p_ln2_lo, c))) - f));
 }
 
-PD_LIBM_DEFINE1(pd_log1p, log1p_body)
+PD_VATTR double PD_V(log1p)(double x) {
+    const int32_t h = (int32_t)pd_hw(x);
+    const uint32_t a = (uint32_t)h & 0x7fffffff;
+    if (h < 0x3fda827a) { /* §5.1, in the order of the table */
+        if (a >= 0x3ff00000) {
+            if (x == -1.0) return -pd_inf();
+            return pd_is_nan(x) ? pd_quiet(x) : pd_nan_star(); /* §10 */
+        }
+        if (a < 0x3c900000) return x;
+        if (a < 0x3e200000) return FMA(-(x * x), 0.5, x);
+        if (h > 0 || h <= (int32_t)0xbfd2bec3) return PD_V(log1p_d)(x, 0, 0.0, 1);
+    }
+    if (h >= 0x7ff00000) return pd_is_nan(x) ? pd_quiet(x) : x; /* +inf, or quiet(x) */
+    int k;
+    double c;
+    uint32_t m;
+    const double f = PD_V(log1p_s1)(x, h, &k, &c, &m);
+    return PD_V(log1p_d)(f, k, c, m);
+}
+
+#undef LC
+#undef PD_TWO_THIRDS

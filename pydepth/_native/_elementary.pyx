@@ -13,8 +13,6 @@ cdef extern from "libm/pd_libm.h":
     void pd_exp_array(size_t n, const double *inp, double *out) nogil
     const char *pd_exp_array_path() nogil
     int pd_force_exp_array_path(const char *name) nogil
-
-cdef extern from "libm/fma_soft.h":
     double pd_fma_soft(double a, double b, double c) nogil
 
 ctypedef double (*unary_fn)(double) noexcept nogil

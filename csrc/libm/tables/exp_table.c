@@ -1,8 +1,21 @@
-/* 2^(i/128), i = 0..127, as pairs {tail, scale bits - (i << 45)}: the published table of
- * the table-driven exp (glibc e_exp_data.c, N = 128); see docs/numerics-elementary.md. */
-#include "pd_libm_data.h"
+/* Data of exp (docs/numerics-elementary.md §2) and of pow's final step (§4).
+ *
+ * T_exp: for i = 0..127, the pair (t_i, s_i) as IEEE-754 bit patterns, where
+ *   s_i = (bits of the double nearest 2^(i/128)) - i * 2^45   (the exponent field with i/128
+ *         folded out, so that adding (k << 45) to s_(k mod 128) gives the bits of 2^(k/128)),
+ *   t_i = the double nearest 2^(i/128) - (double nearest 2^(i/128)), divided by that double
+ *         (the relative rounding error of the head, about 2^-53 or less).
+ * C_exp: degree 2..5 coefficients of the polynomial approximating exp(r) - 1 - r on
+ *   |r| <= ln2/256.
+ * Reduction constants: 128/ln2 and -ln2/128 split into a head with 36 significant bits
+ *   (so k * head is exact for |k| < 2^17) and a tail.
+ * Where the values come from: the table published with the table-driven exp in the GNU C
+ * Library 2.28 (sysdeps/ieee754/dbl-64/e_exp_data.c), read from the data object of the glibc
+ * 2.36 x86-64 build; every value is a number (2^(i/128) to double precision and its error, or
+ * a minimax coefficient) that any careful computation reproduces. See docs/provenance.md. */
+#include "tables.h"
 
-const uint64_t pd_exp_table[2 * PD_EXP_N] = {
+const uint64_t pd_T_exp[2 * PD_T_EXP_N] = {
     0x0000000000000000, 0x3ff0000000000000,
     0x3c9b3b4f1a88bf6e, 0x3feff63da9fb3335,
     0xbc7160139cd8dc5d, 0x3fefec9a3e778061,
@@ -132,3 +145,10 @@ const uint64_t pd_exp_table[2 * PD_EXP_N] = {
     0x3c77893b4d91cd9d, 0x3fefe7c1819e90d8,
     0x3c5305c14160cc89, 0x3feff3c22b8f71f1,
 };
+
+const double pd_C_exp[4] = {0x1.ffffffffffdbdp-2, 0x1.555555555543cp-3, 0x1.55555cf172b91p-5,
+                            0x1.1111167a4d017p-7};
+
+const double pd_exp_inv_ln2_n = 0x1.71547652b82fep+7;
+const double pd_exp_neg_ln2_n_hi = -0x1.62e42fefa0000p-8;
+const double pd_exp_neg_ln2_n_lo = -0x1.cf79abc9e3b3ap-47;

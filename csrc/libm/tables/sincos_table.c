@@ -1,8 +1,22 @@
-/* sin and cos at k/128, k = 0..109, each as {sin hi, sin lo, cos hi, cos lo}: the published
- * table of the IBM accurate sin/cos (glibc sincostab.c). */
-#include "pd_libm_data.h"
+/* Data of sin and cos (docs/numerics-elementary.md §6).
+ *
+ * T_sc: for j = 0..109, the quadruple (sin_hi, sin_lo, cos_hi, cos_lo) with
+ *   sin(j/128) ~ sin_hi + sin_lo and cos(j/128) ~ cos_hi + cos_lo (a head and a tail each).
+ * P_sin: P1..P5 of sin(a) ~ a + a^3 (P1 + a^2 (P2 + ... + a^2 P5)) for |a| < 0.126.
+ * S_sin: S3, S5 of sin(y) ~ y + S3 y^3 + S5 y^5, and S_cos: S2, S4, S6 of
+ *   1 - cos(y) ~ S2 y^2 + S4 y^4 + S6 y^6, for the remainder |y| <= 1/256 around a table point.
+ * half_pi: pi/2 ~ H0 + H1 (H0 the nearest double, H1 the nearest double to the rest).
+ * half_pi_4: pi/2 ~ M1 + M2 + M3 + M4, M1..M3 heads of 26, 27 and 26 significant bits (so the
+ *   products with the quadrant count in §6.4 stay exact), M4 a full double.
+ * two_over_pi: 2/pi rounded to double.
+ * Where the values come from: the table and constants published with the IBM Accurate
+ * Mathematical Library's sin/cos (Ziv et al.), as shipped in the GNU C Library
+ * (sysdeps/ieee754/dbl-64/sincostab.c, usncs.h, s_sin.c), read from the data objects of the
+ * glibc 2.36 x86-64 build. Every value is sin, cos or pi to the stated precision, or a fixed
+ * polynomial coefficient. See docs/provenance.md. */
+#include "tables.h"
 
-const double pd_sincos_table[4 * PD_SINCOS_N] = {
+const double pd_T_sc[4 * PD_T_SC_N] = {
     0.0, 0.0, 0x1.0000000000000p+0, 0.0,
     0x1.fffeaaaaeeeefp-8, -0x1.e45e2ec67b77cp-62, 0x1.fffc000155552p-1, 0x1.f4a01a0196daep-55,
     0x1.fffaaaaeeeed5p-7, -0x1.2ab639a9f0777p-63, 0x1.fff000155549fp-1, 0x1.28a28a03a5ef3p-55,
@@ -114,3 +128,12 @@ const double pd_sincos_table[4 * PD_SINCOS_N] = {
     0x1.7e893f5037959p-1, 0x1.0eefbaa650c4cp-55, 0x1.544f10f592ca5p-1, -0x1.e7ae8e6c7a62fp-55,
     0x1.812ede9ae4ba4p-1, -0x1.7830adf402ddap-55, 0x1.514f57d7bf3dap-1, 0x1.47a108073c259p-56,
 };
+
+const double pd_P_sin[5] = {-0x1.5555555555555p-3, 0x1.1111111110ecep-7, -0x1.a01a019db08b8p-13,
+                            0x1.71de27b9a7ed9p-19, -0x1.addffc2fcdf59p-26};
+const double pd_S_sin[2] = {-0x1.5555555555515p-3, 0x1.11110e829872fp-7};
+const double pd_S_cos[3] = {0x1p-1, -0x1.5555555555535p-5, 0x1.6c16bedd9e239p-10};
+const double pd_half_pi[2] = {0x1.921fb54442d18p0, 0x1.1a62633145c07p-54};
+const double pd_half_pi_4[4] = {0x1.921fb58000000p0, -0x1.dde973c000000p-27, -0x1.cb3b398000000p-55,
+                                -0x1.d747f23e32ed7p-83};
+const double pd_two_over_pi = 0x1.45f306dc9c883p-1;

@@ -1,8 +1,19 @@
-/* log: for subinterval i of [0x1.6p-1, 0x1.6p0), 1/c and log(c) with c near its centre: the
- * published table of the table-driven log (glibc e_log_data.c, N = 128). */
-#include "pd_libm_data.h"
+/* Data of log (docs/numerics-elementary.md §3).
+ *
+ * T_log: for i = 0..127, subinterval i of [0x1.6p-1, 0x1.6p0) (each 2^-7 wide in the bits of
+ *   the significand), the pair (rc, lc): rc is a double near 1/c for a point c near
+ *   the middle of the subinterval; lc is log(c) rounded to 42 significant bits (its low 11
+ *   bits are zero, so k ln2_hi + lc is exact), c being 1/rc.
+ * A_log: coefficients A0..A4 of log1p(r) - r ~ A0 r^2 + A1 r^3 + ... + A4 r^6 (|r| < 2^-8).
+ * B_log: coefficients B0..B10 of log(1 + r) - r ~ B0 r^2 + ... + B10 r^12 near 1
+ *   (0x1.ep-1 <= 1 + r < 0x1.1090p0).
+ * ln2 = ln2_hi + ln2_lo, ln2_hi with 42 significant bits (k * ln2_hi exact for |k| < 2^11).
+ * Where the values come from: the table and coefficients published with the table-driven log
+ * in the GNU C Library 2.28 (sysdeps/ieee754/dbl-64/e_log_data.c), read from the data object
+ * of the glibc 2.36 x86-64 build. See docs/provenance.md. */
+#include "tables.h"
 
-const pd_log_entry pd_log_table[PD_LOG_N] = {
+const pd_log_pair pd_T_log[PD_T_LOG_N] = {
     {0x1.734f0c3e0de9fp+0, -0x1.7cc7f79e69000p-2},
     {0x1.713786a2ce91fp+0, -0x1.76feec20d0000p-2},
     {0x1.6f26008fab5a0p+0, -0x1.713e31351e000p-2},
@@ -132,3 +143,14 @@ const pd_log_entry pd_log_table[PD_LOG_N] = {
     {0x1.77907f2170657p-1, 0x1.3d54ffbaf3000p-2},
     {0x1.756cadbd6130cp-1, 0x1.432eee32fe000p-2},
 };
+
+const double pd_A_log[5] = {-0x1.0000000000001p-1, 0x1.555555551305bp-2, -0x1.fffffffeb4590p-3,
+                            0x1.999b324f10111p-3, -0x1.55575e506c89fp-3};
+
+const double pd_B_log[11] = {-0x1.0000000000000p-1, 0x1.5555555555577p-2, -0x1.ffffffffffdcbp-3,
+                             0x1.999999995dd0cp-3,  -0x1.55555556745a7p-3, 0x1.24924a344de30p-3,
+                             -0x1.fffffa4423d65p-4, 0x1.c7184282ad6cap-4,  -0x1.999eb43b068ffp-4,
+                             0x1.78182f7afd085p-4,  -0x1.5521375d145cdp-4};
+
+const double pd_log_ln2_hi = 0x1.62e42fefa3800p-1;
+const double pd_log_ln2_lo = 0x1.ef35793c76730p-45;

@@ -1,8 +1,19 @@
-/* pow's log: 1/c, log(c) and its tail for subinterval i: the published table of the
- * table-driven pow (glibc e_pow_log_data.c, N = 128; the unused pad column dropped). */
-#include "pd_libm_data.h"
+/* Data of pow's logarithm (docs/numerics-elementary.md §4).
+ *
+ * T_pow: for i = 0..127, subinterval i of [0x1.69555p-1, 0x1.69555p0), the triple
+ *   (rc, lc, lt): rc is a double near 1/c with at most 8 significant bits
+ *   (so z * rc - 1 is exact), lc + lt is log(c) as a head and a tail, c being 1/rc (lc has
+ *   its low 11 bits zero). Many neighbouring entries are equal (10 and 11, 17 and 18, ...,
+ *   74 and 75, counting from 0): the published table repeats them.
+ * A_pow: coefficients A0..A6 of log1p(r) ~ r + A0 r^2 + a3 (A1 + ...) in the nested form of
+ *   §4.3, where a3 = A0 r^3; they are the minimax coefficients pre-scaled by powers of -2.
+ * pow uses ln2_hi and ln2_lo of log_table.c (the same two numbers).
+ * Where the values come from: the table and coefficients published with the table-driven pow
+ * in the GNU C Library 2.28 (sysdeps/ieee754/dbl-64/e_pow_log_data.c, its unused fourth column
+ * dropped), read from the data object of the glibc 2.36 x86-64 build. See docs/provenance.md. */
+#include "tables.h"
 
-const pd_pow_log_entry pd_pow_log_table[PD_POW_LOG_N] = {
+const pd_pow_triple pd_T_pow[PD_T_POW_N] = {
     {0x1.6a00000000000p+0, -0x1.62c82f2b9c800p-2, 0x1.ab42428375680p-48},
     {0x1.6800000000000p+0, -0x1.5d1bdbf580800p-2, -0x1.ca508d8e0f720p-46},
     {0x1.6600000000000p+0, -0x1.5767717455800p-2, -0x1.362a4d5b6506dp-45},
@@ -132,3 +143,7 @@ const pd_pow_log_entry pd_pow_log_table[PD_POW_LOG_N] = {
     {0x1.6e00000000000p-1, 0x1.57bf753c8d000p-2, 0x1.fadedee5d40efp-46},
     {0x1.6c00000000000p-1, 0x1.5d5bddf596000p-2, -0x1.a0b2a08a465dcp-47},
 };
+
+const double pd_A_pow[7] = {-0x1.0000000000000p-1, -0x1.5555555555560p-1, 0x1.0000000000006p-1,
+                            0x1.999999959554ep-1,  -0x1.555555529a47ap-1, -0x1.2495b9b4845e9p+0,
+                            0x1.0002b8b263fc3p+0};
