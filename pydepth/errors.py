@@ -215,4 +215,9 @@ class ElementaryInputError(PydepthError, TypeError, ValueError):
     or the arguments' shapes do not broadcast."""
 
 
+class MonitorSettingError(TorchBridgeError, ValueError):
+    """A training-health monitor setting is out of range (``every``, ``batch``) or a due
+    observation has no batch to observe."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]
