@@ -81,27 +81,31 @@ def _json_number(value: float) -> Union[float, str]:
 
 class JsonLinesSink:
     """Appends one JSON object per observation, ``{"step": step, name: value, ...}``, to a file
-    (a path, opened for appending and closed by :meth:`close`, or an open text stream left open)
-    and flushes it, so a crashed run keeps every observation written before the crash."""
+    and flushes it, so a crashed run keeps every observation written before the crash. A path
+    is opened for appending at the first write (a process that never observes creates no file)
+    and closed by :meth:`close`; an open text stream is written to and left open."""
 
     def __init__(self, target: Union[str, "os.PathLike[str]", IO[str]]) -> None:
+        self._path: Optional[str] = None
+        self._file: Optional[IO[str]] = None
         if isinstance(target, (str, os.PathLike)):
-            self._file: IO[str] = open(target, "a", encoding="utf-8")
-            self._owned = True
+            self._path = os.fspath(target)
         elif callable(getattr(target, "write", None)):
-            self._file, self._owned = target, False
+            self._file = target
         else:
             raise ArgumentTypeError(f"target must be a path or a text stream, got {type(target).__name__}")
 
     def write(self, metrics: Metrics, step: int) -> None:
         """Writes and flushes one line."""
         row = {"step": int(step), **{k: _json_number(float(v)) for k, v in metrics.items()}}
+        if self._file is None or self._path is not None and self._file.closed:
+            self._file = open(self._path, "a", encoding="utf-8")  # type: ignore[arg-type]
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
 
     def close(self) -> None:
-        """Closes the file when this sink opened it."""
-        if self._owned and not self._file.closed:
+        """Closes the file when this sink opened it (a later write reopens it for appending)."""
+        if self._path is not None and self._file is not None and not self._file.closed:
             self._file.close()
 
 
