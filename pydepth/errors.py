@@ -220,4 +220,9 @@ class MonitorSettingError(TorchBridgeError, ValueError):
     observation has no batch to observe."""
 
 
+class ReportInputError(PydepthError, ValueError):
+    """``pydepth report`` was given a directory it cannot read: missing, not pydepth output, or
+    holding a file that is not what its name says."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -103,7 +103,7 @@ def _cfg(tmp_path, cfg=DecoderConfig(266, 4, 1, 4, 8, 4)):
 
 
 def test_observe_control_equals_the_demo_control(tmp_path, capsys):
-    from pydepth.demo import demo_trace
+    from pydepth.chapter.demo import demo_trace
     assert cli.main([*_cfg(tmp_path), "--control"]) == 0
     doc = json.loads(capsys.readouterr().out)
     want = demo_trace()["fixtures"][2]["same_base_unscaled_control"]
@@ -143,7 +143,7 @@ def test_unbuilt_source_tree_gets_a_clear_message(tmp_path):
                          text=True, timeout=60)
     assert run.returncode == 1
     assert "Traceback" not in run.stderr
-    assert "pydepth: error: pydepth's compiled core (pydepth._core) is missing" in run.stderr
+    assert "pydepth: error: pydepth's compiled core (pydepth._native._core) is missing" in run.stderr
     assert "pip install ." in run.stderr and str(tmp_path / "pydepth") in run.stderr
     run = subprocess.run([sys.executable, "-c", "import pydepth"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)

@@ -12,7 +12,8 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DepthScalePolicy
-from pydepth import cli, demo
+from pydepth import cli
+from pydepth.chapter import demo
 
 HERE = pathlib.Path(__file__).parent
 SCHEMA = json.loads((HERE / "demo_schema.json").read_text())

@@ -443,7 +443,7 @@ def test_depth_check_writes_figures_summary_and_data(tmp_path):
 
 
 def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_small):
-    from pydepth.plot_style import pyplot, texts_outside_figure
+    from pydepth.plots.style import pyplot, texts_outside_figure
     from pydepth.sweep.plots import depth_check_figure, site_heatmap_figure
     from pydepth.sweep.summary import cell_steps
     table = read_table(serial_small)
@@ -453,7 +453,7 @@ def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_smal
     assert texts_outside_figure(fig) == []
     from matplotlib.colors import to_rgba
 
-    from pydepth.plot_style import OUT_OF_BAND_COLOR
+    from pydepth.plots.style import OUT_OF_BAND_COLOR
     red = to_rgba(OUT_OF_BAND_COLOR)
     marked = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
                  if len(c.get_facecolor()) and tuple(c.get_facecolor()[0]) == red)

@@ -13,7 +13,7 @@ import pydepth
 from pydepth import DecoderConfig, DecoderModel, DepthInitializationBudget, Fresh, SplitMix64, initialize_depth_scaled
 from pydepth import checkpoint
 from pydepth.cli import main
-from pydepth.train import byte_documents, draw_batch
+from pydepth.training.step import byte_documents, draw_batch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "data" / "corpus.txt"
@@ -55,7 +55,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_run(tmp_path, conf
     common = ["--config", config, "--steps", 6, "--batch", 2, "--sequence-length", 16, "--seed", 3, "--lr", 1e-2]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
 
-    from pydepth import train as train_module
+    from pydepth.training import step as train_module
     real_step = train_module.train_step
     calls = []
 
@@ -157,7 +157,7 @@ def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, 
     common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2,
               "--steps", 7]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
-    from pydepth import train as train_module
+    from pydepth.training import step as train_module
     real_step, calls = train_module.train_step, []
 
     def interrupting_step(*args, **kwargs):
@@ -177,8 +177,8 @@ def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, 
 
 def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp_path, config, monkeypatch):
     pytest.importorskip("matplotlib") if not os.environ.get("CI") else None
-    from pydepth import plots_train
-    from pydepth.plot_style import texts_outside_figure
+    from pydepth.plots import train as plots_train
+    from pydepth.plots.style import texts_outside_figure
     figures = []
     monkeypatch.setattr(plots_train, "save_figure", lambda fig, target, formats=None: figures.append(fig) or [])
     assert run("train", CORPUS, "--config", config, "--steps", 7, "--batch", 1, "--sequence-length", 8,

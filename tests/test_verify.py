@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import pydepth
-from pydepth import verify as V
+from pydepth.chapter import verify as V
 from pydepth.errors import ReferenceDataError
 
 REFERENCE = pathlib.Path(__file__).parent / "reference" / "trace-public.json"

@@ -13,6 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from ._args import error
+from .._version import __version__
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -27,6 +28,7 @@ SUBCOMMANDS = (
     "sweep",
     "depth-check",
     "audit",
+    "report",
 )
 
 
@@ -35,8 +37,7 @@ def _module(name: str):  # type: ignore[no-untyped-def]
 
 
 def _version() -> str:
-    from .. import __version__
-    from .._core import kernel_path
+    from .._native._core import kernel_path
     return f"pydepth {__version__} (core kernels: {kernel_path()})"
 
 

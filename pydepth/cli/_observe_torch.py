@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     doc = {"model": description, "seed": args.seed, "token_shape": list(tokens.shape), "report": report.to_dict()}
     _args.emit(args, doc, report.to_table(f"{description}: residual health"))
     if args.plot:
-        from ..plots import plot_report
+        from ..plots.health import plot_report
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 report, target, model=description, seed=args.seed, formats=formats, label="observed")):
             sys.stderr.write(f"wrote {path}\n")

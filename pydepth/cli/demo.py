@@ -20,7 +20,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth demo``; returns the exit code."""
-    from ..demo import DemoCheckError, demo_table, demo_trace
+    from ..chapter.demo import DemoCheckError, demo_table, demo_trace
     if args.plot and _args.plot_missing():
         return 2
     try:
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     _args.emit(args, doc, demo_table(doc) if args.format == "table" else "")
     if args.plot:
-        from ..plots import plot_demo
+        from ..plots.health import plot_demo
         for path in plot_demo(doc, args.plot):
             sys.stderr.write(f"wrote {path}\n")
     return 0

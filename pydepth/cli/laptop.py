@@ -27,7 +27,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _args.add_band(p)
     _args.add_output(p, default_format="table")
     _args.add_plot(p)
-    from ..laptop import PLAN
+    from ..chapter.laptop import PLAN
     for name in _OVERRIDES:
         p.add_argument("--" + name.replace("_", "-"), type=_args.positive, default=None, metavar="N",
                        help=f"{name.replace('_', ' ')} (plan: {PLAN[name]}; smaller for quick runs)")
@@ -47,7 +47,7 @@ def _table(result: dict, tokens: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth laptop``; returns the exit code."""
-    from ..laptop import plan_config, run_plan
+    from ..chapter.laptop import plan_config, run_plan
     if args.plot and _args.plot_missing():
         return 2
     cfg = plan_config({k: getattr(args, k) for k in _OVERRIDES})
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
     _args.emit(args, doc, _table(result, tokens))
     if args.plot:
-        from ..plots import describe_config, plot_report
+        from ..plots.health import describe_config, plot_report
         runs = result["runs"]
         record = result["record"]
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(

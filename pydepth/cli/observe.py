@@ -50,7 +50,7 @@ def _observe(model: Any, tokens: np.ndarray, targets: np.ndarray, valid: Any, ba
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
-    from .._core import SplitMix64
+    from .._native._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
     from . import _models, _observe_torch
     if _models.is_hf_source(args.config):
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             f"Same-base unscaled control: mean loss {control['loss']:.6f} nats")
     _args.emit(args, doc, text)
     if args.plot:
-        from ..plots import describe_config, plot_report
+        from ..plots.health import describe_config, plot_report
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 observed["report"], target, control=None if control is None else control["report"],
                 model=describe_config(cfg), seed=args.seed, formats=formats,

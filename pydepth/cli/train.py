@@ -129,11 +129,11 @@ def _trim(path: pathlib.Path, last_step: int) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth train``; returns the exit code (130 after a Ctrl-C checkpoint)."""
     from .. import checkpoint
-    from .._core import SplitMix64
+    from .._native._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, Fresh, initialize_depth_scaled
     from ..model import DecoderModel
     from ..optim import AdamW, warmup_cosine
-    from ..train import byte_documents, check_byte_config, draw_batch, observe_step, train_step
+    from ..training.step import byte_documents, check_byte_config, draw_batch, observe_step, train_step
     if args.plot and _args.plot_missing():
         return 2
     text = pathlib.Path(args.text_file).read_bytes()
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         with open(health_log, "a") as hl:
             hl.write(json.dumps({"step": step, "loss": loss, "report": report.to_dict()}) + "\n")
     if options["plot"]:
-        from ..plots_train import plot_training
+        from ..plots.train import plot_training
         rows, observed, title = _read(train_log), _read(health_log), _title(model, settings)
         for figure in _args.plot_paths(options["plot"], lambda target, formats: plot_training(
                 rows, observed, target, formats=formats, title=title)):

@@ -22,9 +22,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth verify``; returns 0 when every fixture is bit-exact, else 1."""
-    from .._core import kernel_path
+    from .._native._core import kernel_path
     from ..threads import get_num_threads, set_num_threads
-    from ..verify import load_fixtures, public_fixtures_path, verify_fixture
+    from ..chapter.verify import load_fixtures, public_fixtures_path, verify_fixture
     if args.threads is not None:
         set_num_threads(args.threads)
     source = args.fixtures if args.fixtures is not None else public_fixtures_path()

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .._core import SplitMix64
+from .._native._core import SplitMix64
 from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
 from ..errors import PydepthError
 from ..health import observe_residual_health

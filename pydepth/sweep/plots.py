@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..plot_style import OUT_OF_BAND_COLOR, mark_out_of_band, pyplot, ratio_axis, save_figure, shade_band
+from ..plots.style import OUT_OF_BAND_COLOR, mark_out_of_band, pyplot, ratio_axis, save_figure, shade_band
 from .summary import CellStep
 
 __all__ = ["depth_check_figure", "site_heatmap_figure", "plot_depth_check", "plot_site_heatmap", "plot_sweep"]

@@ -47,7 +47,7 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
     """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
     ``summary.txt`` and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` there."""
     if plots:
-        from ..plot_style import pyplot
+        from ..plots.style import pyplot
         pyplot()  # a missing matplotlib is reported before any work
     spec = spec if spec is not None else depth_check_spec()
     result = run(spec, out=out, scheduler=scheduler, resume=resume, workers=workers,

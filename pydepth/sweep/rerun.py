@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, List, Tuple, Union
 
-from .._bits import float_bits
+from .._native._bits import float_bits
 from .cell import COLUMNS, draw_batch, run_cell
 from .errors import RowNotFoundError
 from .spec import parse_row_id

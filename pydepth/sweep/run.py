@@ -25,6 +25,7 @@ from .errors import SweepDependencyError, SweepError, SweepSpecError
 from .progress import Progress
 from .spec import Cell, SweepSpec
 from .store import prepare_directory, pyarrow_modules, write_part
+from .._version import __version__
 
 __all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds"]
 
@@ -101,7 +102,6 @@ def _dask() -> Any:
 
 
 def _worker_version() -> str:
-    from .. import __version__
     return __version__
 
 
@@ -158,7 +158,6 @@ class _Engine:
                 self.name = f"local Dask cluster, {n} worker processes"
             self.client = distributed.Client(self.cluster)
         versions = self.client.run(_worker_version)
-        from .. import __version__
         bad = {w: v for w, v in versions.items() if v != __version__}
         if bad:
             self.close()

@@ -1,14 +1,14 @@
 """Residual-health ratio figures for the observer, the demo and the laptop plan (optional extra
-``plot``: matplotlib), drawn in the shared style of :mod:`pydepth.plot_style`.
+``plot``: matplotlib), drawn in the shared style of :mod:`pydepth.plots.style`.
 """
 from __future__ import annotations
 
 import pathlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .config import DecoderConfig
-from .health import DepthHealthReport, check_band
-from .plot_style import (PlotDependencyError, figure_title, new_figure, plot_ratios, save_figure,
+from ..config import DecoderConfig
+from ..health import DepthHealthReport, check_band
+from .style import (PlotDependencyError, figure_title, new_figure, plot_ratios, save_figure,
                          wrap_title)
 
 __all__ = ["PlotDependencyError", "plot_demo", "plot_report", "report_figure", "describe_config"]

@@ -7,13 +7,13 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._core import SplitMix64
-from .batch import Batch
-from .config import DecoderConfig
-from .errors import ConfigError, TokenError
-from .health import DepthHealthReport, observe_residual_health
-from .model import DecoderModel
-from .optim import Optimizer
+from .._native._core import SplitMix64
+from ..batch import Batch
+from ..config import DecoderConfig
+from ..errors import ConfigError, TokenError
+from ..health import DepthHealthReport, observe_residual_health
+from ..model import DecoderModel
+from ..optim import Optimizer
 
 __all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "train_step", "observe_step"]
 

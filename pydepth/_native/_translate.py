@@ -9,7 +9,7 @@ from typing import NoReturn, Optional, Sequence
 
 import numpy as np
 
-from . import errors as E
+from .. import errors as E
 from ._core import STATUS_CODES, CoreError, config_check_rule
 from ._nodes import GRADIENT, node_name
 
