@@ -89,6 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--tokens", type=int, default=64, help="sequence length (default 64)")
     ap.add_argument("--batch", type=int, default=2, help="rows (default 2)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--only", default="", help="measure only the sizes whose name contains this (e.g. '24 layers')")
     ap.add_argument("--json", action="store_true", help="also print the samples as JSON")
     args = ap.parse_args(argv)
 
@@ -98,16 +99,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"CPU {cpu_name()}, {os.cpu_count()} logical CPUs, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; float32, train mode, batch {args.batch} x {args.tokens} tokens")
+          f"{torch.get_num_threads()} threads; float32, train mode, batch {args.batch} x {args.tokens} tokens", flush=True)
     print("| model | parameters | train step median (ms) | observation median (ms) | observation / step |")
     print("|---|---|---|---|---|")
     results = {}
     for name, size in SIZES.items():
+        if args.only not in name:
+            continue
         r = measure(size, args.batch, args.tokens, args.repeats)
         results[name] = r
         med = r["median_s"]
         print(f"| {name} | {r['parameters'] / 1e6:.1f}M | {med['train step'] * 1e3:.0f} | "
-              f"{med['observation'] * 1e3:.0f} | {r['ratio']:.2f} |")
+              f"{med['observation'] * 1e3:.0f} | {r['ratio']:.2f} |", flush=True)
     for name, r in results.items():
         for what, values in r["samples_s"].items():
             print(f"{name}, {what} samples (ms): {', '.join(f'{x * 1e3:.0f}' for x in values)}")
