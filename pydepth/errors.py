@@ -215,6 +215,10 @@ class ElementaryInputError(PydepthError, TypeError, ValueError):
     or the arguments' shapes do not broadcast."""
 
 
+class MonitorSettingError(TorchBridgeError, ValueError):
+    """A training-health monitor setting is out of range (``every``, ``batch``) or a due
+    observation has no batch to observe."""
+
 
 class ReportInputError(PydepthError, ValueError):
     """``pydepth report`` was given a directory it cannot read: missing, not pydepth output, or

@@ -1,0 +1,136 @@
+"""Residual health watched during training: every N optimizer steps, one
+:func:`pydepth.torch.observe_residual_health` of the trained model on a held batch or on the
+step's own batch, flattened into metrics and handed to the sinks.
+
+The observation is the bridge's own: eval mode and gradient checkpointing off for the probe and
+both restored, its hooks removed, parameter ``.grad`` untouched, the loss differentiated with
+respect to the residual sites only. Wrappers (DDP, DataParallel, ``torch.compile``) are looked
+through, so no collective runs; only global rank 0 observes unless ``rank_zero_only=False``.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, Optional, Sequence, Union
+
+from torch import nn
+
+from ...errors import ArgumentTypeError, MonitorSettingError
+from ...health import DepthHealthReport
+from ..architectures import ArchitectureSpec
+from ..health import observe_residual_health
+from .inputs import ObservedBatch, detached, observed_batch
+from .metrics import health_metrics
+from .sinks import as_sinks
+from .unwrap import unwrap_model
+
+__all__ = ["HealthMonitor", "global_rank"]
+
+STEP = "step"  # observe the batch of the step being recorded
+
+
+def global_rank() -> int:
+    """This process's rank in the default torch.distributed group (0 when none is set up)."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank())
+    return 0
+
+
+def _check_every(every: Any) -> int:
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral):
+        raise ArgumentTypeError(f"every must be an integer number of steps, got {every!r}")
+    if every < 1:
+        raise MonitorSettingError(f"every must be at least 1 step, got {every}")
+    return int(every)
+
+
+class HealthMonitor:
+    """Observes ``model``'s residual health every ``every`` steps and logs flat metrics.
+
+    ``batch`` is ``"step"`` (observe the batch passed to :meth:`step`, the one just trained on)
+    or a held batch observed every time (a mapping with ``input_ids`` and optionally ``labels``
+    and ``attention_mask``, a tensor of ids, an ``(input_ids, labels)`` pair or a
+    :class:`pydepth.Batch`); a held batch makes observations comparable across steps and
+    processes. ``sinks`` are :mod:`pydepth.torch.callbacks.sinks` objects or callables
+    ``(metrics, step)``. ``band`` and ``architecture`` go to the observation; ``prefix`` and
+    ``per_site`` to :func:`pydepth.torch.callbacks.health_metrics`.
+
+    In a plain loop call :meth:`step` once per optimizer step, after ``optimizer.step()``::
+
+        monitor = HealthMonitor(model, every=50, batch=held, sinks=[TensorBoardSink(writer)])
+        for batch in loader:
+            ...; optimizer.step(); optimizer.zero_grad()
+            monitor.step(batch)
+    """
+
+    def __init__(self, model: nn.Module, every: int = 100, batch: Any = STEP, *, sinks: Any = None,
+                 band: Optional[Sequence[float]] = None,
+                 architecture: Union[None, str, ArchitectureSpec] = None, prefix: str = "residual",
+                 per_site: bool = True, rank_zero_only: bool = True) -> None:
+        if not isinstance(model, nn.Module):
+            raise ArgumentTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.every = _check_every(every)
+        self.held: Optional[ObservedBatch] = None if _is_step(batch) else detached(observed_batch(batch))
+        self.sinks = as_sinks(sinks)
+        self.band = band
+        self.architecture = architecture
+        self.prefix = prefix
+        self.per_site = bool(per_site)
+        self.rank_zero_only = bool(rank_zero_only)
+        self.steps = 0
+        self.last_step: Optional[int] = None
+        self.last_report: Optional[DepthHealthReport] = None
+        self.last_metrics: Optional[Dict[str, float]] = None
+
+    def due(self, step: int) -> bool:
+        """Whether ``step`` is an observation step on this process (a positive multiple of
+        ``every``, not yet observed, and rank 0 unless ``rank_zero_only=False``)."""
+        if self.rank_zero_only and global_rank() != 0:
+            return False
+        return step > 0 and step % self.every == 0 and step != self.last_step
+
+    def step(self, batch: Any = None, *, step: Optional[int] = None) -> Optional[Dict[str, float]]:
+        """Records one optimizer step (``step`` overrides the monitor's own count, e.g. a
+        trainer's global step) and observes when it is due; returns the metrics logged, or
+        ``None``. With ``batch="step"`` the batch trained on must be passed."""
+        if step is None:
+            self.steps += 1
+        elif isinstance(step, bool) or not isinstance(step, numbers.Integral):
+            raise ArgumentTypeError(f"step must be an integer, got {step!r}")
+        else:
+            self.steps = int(step)
+        if not self.due(self.steps):
+            return None
+        return self.observe(batch if self.held is None else None, step=self.steps)
+
+    def observe(self, batch: Any = None, *, step: int) -> Dict[str, float]:
+        """Observes now (whatever the step and rank), logs to every sink at ``step`` and
+        returns the metrics. ``batch`` overrides the held batch; it is required when the
+        monitor has none."""
+        source = observed_batch(batch) if batch is not None else self.held
+        if source is None:
+            raise MonitorSettingError(
+                f"step {step} is due for observation but no batch was given: pass the step's batch "
+                "(monitor.step(batch)) or hold one (HealthMonitor(..., batch=held_batch))")
+        report = observe_residual_health(unwrap_model(self.model), source.input_ids, source.labels,
+                                         attention_mask=source.attention_mask,
+                                         architecture=self.architecture, band=self.band)
+        metrics = health_metrics(report, prefix=self.prefix, per_site=self.per_site)
+        for sink in self.sinks:
+            sink.write(metrics, step)
+        self.last_step, self.last_report, self.last_metrics = step, report, metrics
+        return metrics
+
+    def close(self) -> None:
+        """Closes the sinks that own what they write to (e.g. a JSON-lines file opened from a path)."""
+        for sink in self.sinks:
+            close = getattr(sink, "close", None)
+            if callable(close):
+                close()
+
+
+def _is_step(batch: Any) -> bool:
+    if isinstance(batch, str) and batch != STEP:
+        raise MonitorSettingError(f"batch must be {STEP!r} or a held batch, got {batch!r}")
+    return isinstance(batch, str)
