@@ -8,7 +8,7 @@ import sys
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``verify`` subcommand and its options."""
     p = sub.add_parser("verify", help="check the bit-exactness claim on this machine (public fixtures)",
                        description="Recomputes every traced value of the reference fixtures shipped with "

@@ -175,7 +175,7 @@ def _found_summary(module: nn.Module) -> str:
             f"architectures: {', '.join(a.name for a in ARCHITECTURES)}")
 
 
-def find_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec] = None) -> DecoderLayout:
+def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None] = None) -> DecoderLayout:
     """The decoder layout of ``module``: the first recognized architecture, or the one named.
 
     Raises :class:`pydepth.ArchitectureError` listing what was found when nothing matches

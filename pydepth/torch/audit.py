@@ -107,7 +107,7 @@ def _positive(name: str, value: Any) -> float:
 
 def audit_initialization(module: nn.Module, scheme: Scheme = "1/sqrt(L)",
                          base_std: Optional[float] = None, *,
-                         architecture: Union[None, str, ArchitectureSpec] = None,
+                         architecture: Union[str, ArchitectureSpec, None] = None,
                          patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                          tolerance: float = 0.2) -> InitializationAudit:
     """Compares every weight matrix's standard deviation with ``scheme``'s prediction.

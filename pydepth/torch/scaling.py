@@ -116,8 +116,8 @@ class DepthScalingRecord:
                 f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
         body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
                  f"{t.std_after:.6g}") for t in self.tensors]
-        return "\n".join([head] + format_table(("tensor", "role", "layer", "factor", "std before",
-                                                  "std after"), body))
+        return "\n".join([head, *format_table(("tensor", "role", "layer", "factor", "std before",
+                                                   "std after"), body)])
 
 
 def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:
@@ -125,7 +125,7 @@ def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:
     return tuple(getattr(module, _MARKER, ()))
 
 
-def resolve_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec],
+def resolve_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None],
                    patterns: Optional[Sequence[str]], depth: Optional[int]) -> DecoderLayout:
     """The layout from explicit patterns when given, else from the module's structure."""
     if patterns is not None:
@@ -140,7 +140,7 @@ def resolve_layout(module: nn.Module, architecture: Union[None, str, Architectur
 
 
 def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
-                        architecture: Union[None, str, ArchitectureSpec] = None,
+                        architecture: Union[str, ArchitectureSpec, None] = None,
                         patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                         force: bool = False) -> DepthScalingRecord:
     """Multiplies every residual output projection of ``module`` in place (under ``no_grad``)
@@ -177,5 +177,5 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
             p.parameter.mul_(factor)
             rows.append(ScaledTensor(p.name, p.layer, p.role, factor, std, tensor_std(p.parameter)))
     record = DepthScalingRecord(layout.architecture, name, layout.depth, tuple(rows), forced=bool(history))
-    object.__setattr__(module, _MARKER, history + (record,))
+    object.__setattr__(module, _MARKER, (*history, record))
     return record
