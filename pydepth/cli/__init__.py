@@ -28,6 +28,7 @@ SUBCOMMANDS = (
     "sweep",
     "depth-check",
     "audit",
+    "report",
 )
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import math
 import sys
 from typing import Any, Callable, List, Optional, Sequence
@@ -142,6 +143,7 @@ def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
     """Writes ``doc`` as JSON or ``text`` (per ``--format``) to ``--output`` or stdout."""
     body = (json.dumps(doc, indent=1) if args.format == "json" else text) + "\n"
     if getattr(args, "output", None):
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as fh:
             fh.write(body)
         sys.stderr.write(f"wrote {args.output}\n")
