@@ -123,12 +123,11 @@ def add_band(p: argparse.ArgumentParser) -> None:
                    "recorded in the report")
 
 
-def add_output(p: argparse.ArgumentParser, *, default_format: str) -> None:
-    """``--format json|table`` and ``--output FILE``, the same on every subcommand."""
-    other = "table" if default_format == "json" else "json"
-    p.add_argument("--format", choices=("json", "table"), default=default_format,
-                   help=f"{'a JSON document' if default_format == 'json' else 'tables for people'} "
-                   f"(default) or {'tables for people' if other == 'table' else 'a JSON document'}")
+def add_output(p: argparse.ArgumentParser) -> None:
+    """``--format table|json`` and ``--output FILE``, the same on every subcommand: tables for
+    people by default, a JSON document when asked."""
+    p.add_argument("--format", choices=("json", "table"), default="table",
+                   help="tables for people (default) or a JSON document")
     p.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
 
 

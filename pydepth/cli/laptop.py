@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="table")
+    _args.add_output(p)
     _args.add_plot(p)
     from ..chapter.laptop import PLAN
     for name in _OVERRIDES:
@@ -60,11 +60,12 @@ def run(args: argparse.Namespace) -> int:
     _args.emit(args, doc, _table(result, tokens))
     if args.plot:
         from ..plots.health import describe_config, plot_report
+        from ..plots.style import policy_label
         runs = result["runs"]
         record = result["record"]
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 runs[0]["report"], target, control=runs[1]["report"] if len(runs) > 1 else None,
                 model=f"laptop plan, {describe_config(cfg)}", seed=args.seed, formats=formats,
-                policy=f"{record['policy_id']} (factor {record['factor']:.6f})")):
+                policy=policy_label(record["factor"]))):
             sys.stderr.write(f"wrote {path}\n")
     return 0

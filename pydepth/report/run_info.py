@@ -33,15 +33,17 @@ def environment_section(recorded: Sequence[Tuple[str, str]] = ()) -> Section:
 
 
 def verify_section() -> Section:
-    """Recomputes the packaged public fixtures here and states pass or fail per fixture."""
-    from ..chapter.verify import load_fixtures, public_fixtures_path, verify_fixture
+    """Recomputes the packaged trace fixtures (bit for bit) and the published tables (six decimals)
+    here and states pass or fail per fixture."""
+    from ..chapter.published import verify_published
+    from ..chapter.verify import verify
     rows, failed = [], 0
-    for fixture in load_fixtures(public_fixtures_path()):
-        result = verify_fixture(fixture)
+    for result in [*verify(), *verify_published()]:
         failed += not result.passed
-        rows.append((result.fixture_id, "bit-exact" if result.passed else "DIFFERS",
+        rows.append((result.fixture_id, "matches" if result.passed else "DIFFERS",
                      result.checked, result.differing, result.first_difference or ""))
-    verdict = ('<p class="pass">Every public fixture is bit-exact on this machine.</p>' if not failed else
+    verdict = ('<p class="pass">Every public trace fixture is bit-exact and every published table number is '
+               'reproduced on this machine.</p>' if not failed else
                f'<p class="fail">{failed} of {len(rows)} fixtures differ on this machine: its numbers are '
                "not the reference's.</p>")
     return Section("pydepth verify on this machine", verdict + table_html(

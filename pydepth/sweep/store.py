@@ -13,7 +13,7 @@ import os
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
-from .cell import COLUMNS
+from .rows import COLUMNS
 from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
 from .spec import SweepSpec
 from .._version import __version__
