@@ -6,6 +6,7 @@ import argparse
 import os
 import pathlib
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _args
@@ -122,7 +123,7 @@ def _settings(args: argparse.Namespace, ck: Optional[Checkpoint]) -> TrainSettin
         raise ValueError("a resumed run keeps its settings; these differ: " + ", ".join(
             f"{_option(f)} {g} (checkpoint: {s})" for f, g, s in err.clashes)) from None
     except TrainSettingsError as err:  # named as the option that carried it
-        raise ValueError(f"--{err}") from None
+        raise ValueError(f"{_option(err.field)} must be {err.requirement}, got {err.value!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out if args.out is not None
                        else pathlib.Path(args.resume).parent if args.resume else "train-out")
     progress = _Progress()
+    started = time.perf_counter()
     try:
         result = run_training(settings, text, out, config=_args.load_config(args.config) if args.config else None,
                               resume=ck, text_name=os.path.basename(args.text_file),
@@ -149,7 +151,16 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     if result.settings.plot:
         _plot(result)
+    sys.stdout.write(_summary(result, time.perf_counter() - started) + "\n")
     return 130 if result.interrupted else 0
+
+
+def _summary(result: TrainResult, seconds: float) -> str:
+    """The one line a person reads at the end: where the run stands and where its checkpoint is."""
+    state = f"interrupted at step {result.step}" if result.interrupted else f"trained to step {result.step}"
+    loss = f", last loss {result.losses[-1]:.4f} nats" if result.losses else ""
+    return (f"{state} of {result.settings.steps} ({len(result.losses)} steps in {seconds:.1f} s{loss}); "
+            f"checkpoint {result.checkpoint}")
 
 
 def _plot(result: TrainResult) -> None:
