@@ -43,11 +43,11 @@ def main() -> None:
         for T in sorted({s["T"], 1}):
             x = (np.arange(T + 1) * 7919 % s["V"]).reshape(1, -1)
 
-            def step():
+            def step(model=model, x=x):
                 model.zero_grad()
                 model.loss(x[:, :-1], x[:, 1:]).backward()
 
-            def guard():
+            def guard(model=model):
                 model._core.checksum_all()
                 model._core.checksum_all()
 

@@ -32,6 +32,7 @@ width. --quick uses fewer repetitions, skips the laptop shape and shortens the s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -237,8 +238,7 @@ def worker_main(framework: str) -> int:
         elif kind == "info":
             mod = runner.pd if framework == "pydepth" else runner.torch
             reply = {"version": getattr(mod, "__version__", "?"), "file": mod.__file__,
-                     "threads": (mod.get_num_threads() if framework == "pydepth"
-                                 else mod.get_num_threads())}
+                     "threads": mod.get_num_threads()}
             if framework == "pydepth":  # the products' instruction-set path (baseline, avx2, avx512, neon)
                 from pydepth._native._core import kernel_path
                 reply["kernel_path"] = kernel_path()
@@ -287,10 +287,8 @@ class Worker:
     def close(self) -> None:
         """Asks the worker to exit and reaps it."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(BrokenPipeError, WorkerError, ValueError):
                 self.call(cmd="quit")
-            except (BrokenPipeError, WorkerError, ValueError):
-                pass
         self.proc.wait()
 
 
@@ -397,10 +395,7 @@ def run_series(kind: str, values: Sequence[int], threads: int, repeat: int, budg
         for w in workers:
             w.call(cmd="threads", n=threads)
         for v in values:
-            if kind == "depth":
-                spec = dict(SHAPES["tiny"], L=v)
-            else:
-                spec = dict(SHAPES["medium"], T=v, P=v)
+            spec = dict(SHAPES["tiny"], L=v) if kind == "depth" else dict(SHAPES["medium"], T=v, P=v)
             for w in workers:
                 w.call(cmd="load", spec=spec)
             res = measure_interleaved(workers, "fwd_bwd", repeat, budget, loop_target=SERIES_LOOP_TARGET)
@@ -480,7 +475,7 @@ def machine_info() -> Dict[str, Any]:
         dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "csrc", "pydepth",
                                 "CMakeLists.txt", "pyproject.toml"], capture_output=True, text=True).stdout
         if dirty.strip():  # the installed build may contain uncommitted core changes
-            info["commit"] += "+uncommitted(" + ",".join(l[3:] for l in dirty.splitlines()) + ")"
+            info["commit"] += "+uncommitted(" + ",".join(line[3:] for line in dirty.splitlines()) + ")"
     except OSError:
         pass
     info["openblas_env"] = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
@@ -492,7 +487,8 @@ def report(results: Dict[str, Any]) -> str:
     """The markdown report of a run."""
     lines: List[str] = []
     m = results["machine"]
-    lines.append(f"pydepth commit `{m.get('commit')}` ({results.get('pydepth_file')}, kernel path {results.get('kernel_path', '?')}), "
+    lines.append(f"pydepth commit `{m.get('commit')}` ({results.get('pydepth_file')}, "
+                 f"kernel path {results.get('kernel_path', '?')}), "
                  f"torch {results.get('torch')}, parent peak RSS {_rss_mb():.0f} MiB, "
                  f"{m.get('cpu')} ({m.get('arch')}) × {m['nproc']}, AVX-512: {m.get('avx512')}, "
                  f"load avg start {m['loadavg_start'][0]:.2f} / end {m.get('loadavg_end', [0])[0]:.2f}, "
@@ -531,7 +527,7 @@ def report(results: Dict[str, Any]) -> str:
                          f"{sh['rss']['pydepth']['peak_mb']:.0f} MiB | {sh['rss']['torch']['peak_mb']:.0f} MiB | "
                          f"{sh['rss']['pydepth']['import_mb']:.0f} / {sh['rss']['torch']['import_mb']:.0f} MiB |"
                          if sh["rss"] else "– | – | – |"))
-    for kind, key, label in (("depth", "L", "depth"), ("length", "T", "T")):
+    for kind, label in (("depth", "depth"), ("length", "T")):
         rows = [r for r in results.get("series", []) if r["series"] == kind]
         if not rows:
             continue
@@ -585,7 +581,7 @@ def peak_lines(results: Dict[str, Any]) -> List[str]:
         return []
     lines = [""]
     if "error" in peak:
-        return lines + [f"Machine peak: not measured ({peak['error']})."]
+        return [*lines, f"Machine peak: not measured ({peak['error']})."]
     by = ", ".join(f"{i} {g:.1f}" for i, g in peak["by_isa"].items() if g)
     lines.append(f"Machine peak (benchmarks/bench_peak.py: vector mul + add pairs, no FMA, fastest ~1 ms "
                  f"window per thread): {by} GFLOP/s at 1 thread; pydepth's kernels run the widest, "

@@ -29,8 +29,12 @@ _SOURCE = r"""
 #include <string.h>
 #include <time.h>
 #include "libm/pd_libm.h"
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y);
+}
 static size_t n; static int reps; static double *x, *y, *t;
 static double glibc_pow(double v) { return pow(10000.0, v); }
 static double pd_pow_rope(double v) { return pd_pow(10000.0, v); }
@@ -43,7 +47,9 @@ static void report(const char *name, double (*f)(double), void (*arr)(size_t, co
     qsort(t, reps, sizeof *t, cmp);
     printf("{\"name\": \"%s\", \"ns\": %.4f}\n", name, t[reps / 2]);
 }
-static void fill(double lo, double hi) { srand(7); for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rand() / RAND_MAX; }
+static void fill(double lo, double hi) {
+    srand(7); for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rand() / RAND_MAX;
+}
 int main(int argc, char **argv) {
     n = (size_t)atol(argv[1]); reps = atoi(argv[2]);
     const char *which = argv[3];

@@ -65,7 +65,7 @@ def numpy_blas_info(np):
             core.restype = ctypes.c_char_p
             threads = lib.scipy_openblas_get_num_threads64_
             return f"scipy-openblas core={core().decode()} threads={threads()}"
-    except Exception as exc:  # noqa: BLE001 - informational only
+    except Exception as exc:
         return f"unknown ({exc})"
     return "unknown"
 
@@ -89,12 +89,12 @@ def run_kernels(threads, repeat):
         b = rng.standard_normal((n, k) if kind == "nt" else (k, n))
         c = np.empty((m, n))
         if kind == "nn":
-            npf = lambda: a @ b  # noqa: E731
+            npf = lambda a=a, b=b: a @ b  # noqa: E731
         elif kind == "nt":
-            npf = lambda: a @ b.T  # noqa: E731
+            npf = lambda a=a, b=b: a @ b.T  # noqa: E731
         else:
-            npf = lambda: a.T @ b  # noqa: E731
-        tp = _median_time(lambda: _core.matmul(kind, a, b, c, False), repeat)
+            npf = lambda a=a, b=b: a.T @ b  # noqa: E731
+        tp = _median_time(lambda kind=kind, a=a, b=b, c=c: _core.matmul(kind, a, b, c, False), repeat)
         tn = _median_time(npf, repeat)
         gf = 2.0 * m * k * n / 1e9
         rows.append(dict(label=label, kind=kind, threads=threads, pd_s=tp, np_s=tn,
@@ -163,7 +163,7 @@ def main():
         if args.no_kernels:
             cmd.append("--no-kernels")
         res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        sys.stdout.write("".join(l + "\n" for l in res.stdout.splitlines() if not l.startswith("JSON ")))
+        sys.stdout.write("".join(line + "\n" for line in res.stdout.splitlines() if not line.startswith("JSON ")))
         sys.stderr.write(res.stderr)
         print()
 

@@ -21,7 +21,7 @@ import time
 from typing import Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_decoder import SHAPES, _tokens  # noqa: E402
+from bench_decoder import SHAPES, _tokens
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -79,7 +79,7 @@ class TorchConfig:
         return out
 
     @classmethod
-    def from_pydepth(cls, cfg: Any) -> "TorchConfig":
+    def from_pydepth(cls, cfg: Any) -> TorchConfig:
         """Copies the fields of a pydepth.DecoderConfig."""
         return cls(cfg.vocabulary_size, cfg.model_width, cfg.heads, cfg.feed_forward_width,
                    cfg.layers, cfg.max_positions, kv_heads=cfg.kv_heads,
@@ -152,7 +152,7 @@ class TorchDecoder:
         self._future = torch.triu(mask, diagonal=1)
 
     @classmethod
-    def random(cls, config: TorchConfig, seed: int = 0) -> "TorchDecoder":
+    def random(cls, config: TorchConfig, seed: int = 0) -> TorchDecoder:
         """The idiomatic torch construction: allocate and Xavier-uniform initialize every
         weight with torch's own generator (different values from pydepth's)."""
         gen = torch.Generator().manual_seed(seed)
@@ -166,12 +166,12 @@ class TorchDecoder:
         return cls(config, params)
 
     @classmethod
-    def from_arrays(cls, config: TorchConfig, arrays: Dict[str, np.ndarray]) -> "TorchDecoder":
+    def from_arrays(cls, config: TorchConfig, arrays: Dict[str, np.ndarray]) -> TorchDecoder:
         """Wraps float64 numpy arrays (copied) as the parameters."""
         return cls(config, {n: torch.from_numpy(np.array(a, dtype=np.float64)) for n, a in arrays.items()})
 
     @classmethod
-    def from_pydepth(cls, model: Any) -> "TorchDecoder":
+    def from_pydepth(cls, model: Any) -> TorchDecoder:
         """Copies a pydepth.DecoderModel's parameter values, so both compute the same function."""
         cfg = TorchConfig.from_pydepth(model.config)
         return cls(cfg, {p.name: torch.from_numpy(np.array(p.value)) for p in model.parameters})

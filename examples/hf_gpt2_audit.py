@@ -8,10 +8,10 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
+import torch
+import transformers
 
-import pydepth.torch as pt  # noqa: E402
+import pydepth.torch as pt
 
 transformers.logging.set_verbosity_error()
 torch.manual_seed(0)

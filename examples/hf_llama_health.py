@@ -7,11 +7,11 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
+import torch
+import transformers
 
-import pydepth  # noqa: E402
-import pydepth.torch as pt  # noqa: E402
+import pydepth
+import pydepth.torch as pt
 
 transformers.logging.set_verbosity_error()
 torch.manual_seed(0)

@@ -19,7 +19,8 @@ code = main(["observe", "--config", str(out / "config.json"), "--seed", "7", "--
 if code != 0:
     sys.exit(code)
 doc = json.loads((out / "observe" / "observe.json").read_text())
-for name, report in (("depth-scaled", doc["report"]), ("unscaled control", doc["same_base_unscaled_control"]["report"])):
+control = doc["same_base_unscaled_control"]["report"]
+for name, report in (("depth-scaled", doc["report"]), ("unscaled control", control)):
     sites = report["sites"]
     print(f"{name:>16}: max A_s/A_0 {max(s['activation_ratio'] for s in sites):.3f}, "
           f"max G_s/G_2L {max(s['adjoint_ratio'] for s in sites):.3f}")

@@ -20,7 +20,8 @@ from pydepth.training.step import byte_documents, draw_batch, train_step
 parser = argparse.ArgumentParser(description="A few AdamW steps, a checkpoint, a bit-exact resume.")
 parser.add_argument("--steps", type=int, default=12, help="optimizer steps (default 12)")
 parser.add_argument("--seed", type=int, default=7, help="SplitMix64 seed of the draw and the batches (default 7)")
-parser.add_argument("--checkpoint", metavar="FILE", help="keep the halfway checkpoint in FILE (default: a temporary file)")
+parser.add_argument("--checkpoint", metavar="FILE",
+                    help="keep the halfway checkpoint in FILE (default: a temporary file)")
 args = parser.parse_args()
 if args.steps < 2:
     parser.error(f"--steps must be at least 2 (a checkpoint halfway), got {args.steps}")

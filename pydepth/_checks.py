@@ -56,7 +56,7 @@ def as_positive_finite(name: str, value: Any, error: Type[Exception]) -> float:
     return v
 
 
-def plain_array(name: str, value: Any, error: Type[Exception], **kw: Any) -> "np.ndarray":
+def plain_array(name: str, value: Any, error: Type[Exception], **kw: Any) -> np.ndarray:
     """np.asarray(value, **kw), refusing masked arrays (their mask would be silently dropped) and
     ragged nested sequences with error(name...)."""
     import numpy as np

@@ -37,7 +37,8 @@ class Batch:
         tgt = _int2d("targets", targets)
         seg = _int2d("segment_ids", segment_ids)
         if not (tok.shape == tgt.shape == seg.shape):
-            raise TokenError(f"tokens {tok.shape}, targets {tgt.shape} and segment_ids {seg.shape} must share one shape")
+            raise TokenError(f"tokens {tok.shape}, targets {tgt.shape} and segment_ids {seg.shape} "
+                             "must share one shape")
         B, T = tok.shape
         if B == 0 or T == 0:
             raise TokenError(f"batch shape {tok.shape} is empty")
@@ -69,7 +70,8 @@ class Batch:
                 if s in seen_rows:
                     where = seen_rows[s]
                     kind = "crosses a row end" if where[0] != b else "is not contiguous"
-                    raise TokenError(f"segment {s} {kind}: it appears at position {list(where)} and again at [{b}, {t}]")
+                    raise TokenError(f"segment {s} {kind}: it appears at position {list(where)} "
+                                     f"and again at [{b}, {t}]")
                 start = t
                 while t < T and seg[b, t] == s:
                     positions[b, t] = t - start
@@ -86,7 +88,7 @@ class Batch:
             a.setflags(write=False)
 
     @classmethod
-    def pack(cls, sources: Sequence[Sequence[int]], row_length: int, pad_id: int = -1) -> "Batch":
+    def pack(cls, sources: Sequence[Sequence[int]], row_length: int, pad_id: int = -1) -> Batch:
         """Greedy packing: each source (>= 2 ids) becomes one segment with inputs source[:-1]
         and targets source[1:]; segments fill rows of row_length in order, a new row starting
         whenever the next segment does not fit in the current one. Never truncates."""

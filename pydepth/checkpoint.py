@@ -6,6 +6,7 @@ Writes are atomic (temporary file, fsync, rename); loads check everything before
 anything and raise a typed CheckpointError on any defect."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -59,7 +60,7 @@ class Checkpoint:
         """The model's configuration."""
         return self.model.config
 
-    def optimizer(self) -> "optim.Optimizer":
+    def optimizer(self) -> optim.Optimizer:
         """A new optimizer of the saved kind over self.model's parameters, in the saved state."""
         if self.optimizer_state is None:
             raise CheckpointError("this checkpoint holds no optimizer state")
@@ -70,8 +71,8 @@ def _pydepth_version() -> str:
     return __version__
 
 
-def save(path: Union[str, "os.PathLike[str]"], model: Union[DecoderModel, DepthInitializedDecoder], *,
-         optimizer: Optional["optim.Optimizer"] = None, rng: Optional[SplitMix64] = None,
+def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthInitializedDecoder], *,
+         optimizer: Optional[optim.Optimizer] = None, rng: Optional[SplitMix64] = None,
          record: Optional[DepthInitializationRecord] = None, step: Optional[int] = None,
          extra: Any = None) -> None:
     """Writes model (and optionally the optimizer, generator, record, step and JSON extra) to
@@ -89,7 +90,8 @@ def save(path: Union[str, "os.PathLike[str]"], model: Union[DecoderModel, DepthI
         if not isinstance(record, DepthInitializationRecord):
             raise TypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
         if record.config != model.config:
-            raise CheckpointMismatchError(f"record configuration {record.config} differs from the model's {model.config}")
+            raise CheckpointMismatchError(f"record configuration {record.config} differs from the model's "
+                                          f"{model.config}")
         meta["record"] = record.to_dict()
     if rng is not None:
         if not isinstance(rng, SplitMix64):
@@ -110,7 +112,7 @@ def save(path: Union[str, "os.PathLike[str]"], model: Union[DecoderModel, DepthI
     _write_atomically(os.fspath(path), data)
 
 
-def _optimizer_meta(model: DecoderModel, optimizer: "optim.Optimizer", tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
+def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
     if not isinstance(optimizer, optim.Optimizer):
         raise TypeError(f"optimizer must be a pydepth.optim optimizer, got {type(optimizer).__name__}")
     if len(optimizer.parameters) != len(model.parameters) or any(
@@ -137,14 +139,12 @@ def _write_atomically(path: str, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
-def load(path: Union[str, "os.PathLike[str]"]) -> Checkpoint:
+def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
     """Reads a checkpoint written by save(); every part is checked before the model is built."""
     with open(os.fspath(path), "rb") as f:
         data = f.read()
@@ -226,7 +226,8 @@ def _parameter_tensors(path: Any, config: DecoderConfig, tensors: Mapping[str, n
             raise CheckpointMismatchError(f"{path}: tensor {name!r} has shape {arr.shape}; the config "
                                           f"({config.to_dict()}) needs {shape}")
         out[name] = arr
-    stray = sorted(k for k in tensors if k not in names and not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
+    stray = sorted(k for k in tensors
+                   if k not in names and not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
     if stray:
         raise CheckpointFormatError(f"{path}: unexpected tensors {stray[:5]}")
     return out
@@ -265,7 +266,7 @@ def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.nd
     return state
 
 
-def _rebuild_optimizer(model: DecoderModel, state: Mapping[str, Any]) -> "optim.Optimizer":
+def _rebuild_optimizer(model: DecoderModel, state: Mapping[str, Any]) -> optim.Optimizer:
     kinds = {"SGD": optim.SGD, "AdamW": optim.AdamW}
     kind = kinds.get(state.get("optimizer"))
     if kind is None:

@@ -63,7 +63,7 @@ class DecoderConfig:
                           ("feed_forward_width", f), ("layers", layers_), ("max_positions", p),
                           ("kv_heads", kv), ("rope_base", base), ("rms_epsilon", eps)):
             object.__setattr__(self, name, val)
-        self.parameter_count  # overflow is a configuration error, found now
+        _ = self.parameter_count  # overflow is a configuration error, found now
 
     @property
     def head_width(self) -> int:
@@ -109,7 +109,7 @@ class DecoderConfig:
                 "rms_epsilon": self.rms_epsilon}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DecoderConfig":
+    def from_dict(cls, d: Mapping[str, Any]) -> DecoderConfig:
         """Builds a config from to_dict() output (or a reference-trace config)."""
         if not isinstance(d, Mapping):
             raise ConfigError(f"a config must be a mapping, got {type(d).__name__}")

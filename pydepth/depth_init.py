@@ -149,7 +149,7 @@ class DepthInitializationBudget:
                            _nonneg_int("max_positions", self.max_positions, InvalidBudgetError))
 
     @classmethod
-    def for_config(cls, config: DecoderConfig) -> "DepthInitializationBudget":
+    def for_config(cls, config: DecoderConfig) -> DepthInitializationBudget:
         """Exactly the budget ``config`` needs: its stored parameter count and its position
         capacity (so a budget-edge check passes and one more parameter would not)."""
         if not isinstance(config, DecoderConfig):
@@ -225,10 +225,11 @@ class DepthInitializationRecord:
                 "transformed_tensors": self.transformed_tensors}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DepthInitializationRecord":
+    def from_dict(cls, d: Mapping[str, Any]) -> DepthInitializationRecord:
         """Rebuilds a record from :meth:`to_dict` output, validating every field: malformed
-        values raise :class:`RecordFormatError` (a ``ValueError``; :class:`ConfigError` for the configuration), values that
-        contradict the policy, the initializer or each other raise :class:`RecordMismatchError`."""
+        values raise :class:`RecordFormatError` (a ``ValueError``; :class:`ConfigError` for the
+        configuration), values that contradict the policy, the initializer or each other raise
+        :class:`RecordMismatchError`."""
         if not isinstance(d, Mapping):
             raise RecordFormatError(f"a record must be a mapping, got {type(d).__name__}")
         expected = {"format", "config", "factor", "factor_bits", "policy_id", "base_initializer_id",
@@ -341,7 +342,7 @@ class DepthInitializedDecoder:
 
     @classmethod
     def from_initialized_parameters(cls, record: DepthInitializationRecord,
-                                    parameters: Sequence[NamedParameter]) -> "DepthInitializedDecoder":
+                                    parameters: Sequence[NamedParameter]) -> DepthInitializedDecoder:
         """Restores a decoder from its construction record and the actual stored parameters.
 
         The record is checked against the policy (id, factor for ``record.config.layers``,
@@ -391,8 +392,16 @@ class FreshDepthInitialization:
     caller's generator. The caller's generator is untouched until :meth:`complete` succeeds;
     dropping the preparation leaves it untouched. Build with :meth:`prepare`."""
 
-    __slots__ = ("_config", "_policy", "_base", "_revisions", "_caller_rng", "_initial_state",
-                 "_trial_rng", "_completed")
+    __slots__ = (
+        "_base",
+        "_caller_rng",
+        "_completed",
+        "_config",
+        "_initial_state",
+        "_policy",
+        "_revisions",
+        "_trial_rng",
+    )
 
     def __init__(self, *args: Any, _token: object = None, **kwargs: Any) -> None:
         if _token is not _PREPARE_TOKEN:
@@ -400,7 +409,7 @@ class FreshDepthInitialization:
 
     @classmethod
     def prepare(cls, config: DecoderConfig, budget: DepthInitializationBudget,
-                rng: SplitMix64) -> "FreshDepthInitialization":
+                rng: SplitMix64) -> FreshDepthInitialization:
         """Checks the depth policy and the budget (before any model array is allocated), then
         draws the base decoder once from a clone of ``rng``.
 

@@ -56,7 +56,7 @@ def check_band(band: BandLike = None) -> Tuple[float, float]:
     :class:`InvalidBandError` naming the value."""
     if band is None:
         band = HEALTH_BAND
-    if isinstance(band, (str, bytes)) or not isinstance(band, Sequence) and not isinstance(band, np.ndarray):
+    if isinstance(band, (str, bytes)) or (not isinstance(band, Sequence) and not isinstance(band, np.ndarray)):
         raise InvalidBandError(f"band must be a pair (low, high), got {band!r}")
     if len(band) != 2:
         raise InvalidBandError(f"band must be a pair (low, high), got {len(band)} values: {band!r}")
@@ -430,7 +430,8 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
             if adjoint is None:
                 raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
             if tuple(adjoint.shape) != tuple(site.shape):
-                raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from the site's {site.shape}")
+                raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from "
+                                           f"the site's {site.shape}")
             gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))
         branches = tuple(
             BranchHealthRow(block=b, attention_output_rms=att, feed_forward_output_rms=ffn,

@@ -83,7 +83,7 @@ class NamedParameter:
         self._p.assign(arr.reshape(-1))
 
     @classmethod
-    def _wrap(cls, name: str, p: "_core._Param") -> "NamedParameter":
+    def _wrap(cls, name: str, p: _core._Param) -> NamedParameter:
         self = cls.__new__(cls)
         self._name = name
         self._p = p
@@ -158,9 +158,9 @@ def _restore_parameter(name: str, values: np.ndarray, grads: np.ndarray, revisio
 class GraphValue:
     """One value of a forward record; its identity binds observations to graph nodes."""
 
-    __slots__ = ("_record", "_block", "_kind", "__weakref__")
+    __slots__ = ("__weakref__", "_block", "_kind", "_record")
 
-    def __init__(self, record: "ForwardRecord", block: int, kind: int) -> None:
+    def __init__(self, record: ForwardRecord, block: int, kind: int) -> None:
         self._record = record
         self._block = block
         self._kind = kind
@@ -171,7 +171,7 @@ class GraphValue:
         return _nodes.node_name(self._block, self._kind)
 
     @property
-    def record(self) -> "ForwardRecord":
+    def record(self) -> ForwardRecord:
         """The forward record this value belongs to."""
         return self._record
 
@@ -200,12 +200,12 @@ class GraphValue:
         """Reverse pass of the mean loss; parameter gradients accumulate until zero_grad()."""
         self.backward_with_selected_adjoints([])
 
-    def backward_with_selected_adjoints(self, selected: Sequence["GraphValue"]) -> List[Optional[np.ndarray]]:
+    def backward_with_selected_adjoints(self, selected: Sequence[GraphValue]) -> List[Optional[np.ndarray]]:
         """One ordinary reverse pass that also returns the completed adjoints of the selected
         values (None for a value that is not in this loss's graph)."""
         return self._reverse(selected, commit=True)
 
-    def _reverse(self, selected: Sequence["GraphValue"], *, commit: bool,
+    def _reverse(self, selected: Sequence[GraphValue], *, commit: bool,
                  decide: Optional[Callable[[List[Optional[np.ndarray]]], bool]] = None
                  ) -> List[Optional[np.ndarray]]:
         """The reverse pass; with commit=False the parameter contributions wait on the graph
@@ -263,9 +263,9 @@ class GraphValue:
 class BlockForward:
     """The values one decoder block recorded."""
 
-    __slots__ = ("_record", "_block")
+    __slots__ = ("_block", "_record")
 
-    def __init__(self, record: "ForwardRecord", block: int) -> None:
+    def __init__(self, record: ForwardRecord, block: int) -> None:
         self._record = record
         self._block = block
 
@@ -310,7 +310,7 @@ class ForwardRecord:
     :class:`pydepth.DepthInitializationRecord` says how a model's parameters were initialized.
     """
 
-    def __init__(self, model: "DecoderModel", graph: Any, token_shape: Tuple[int, int],
+    def __init__(self, model: DecoderModel, graph: Any, token_shape: Tuple[int, int],
                  valid: Optional[np.ndarray],
                  targets: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
         self.model = model
@@ -321,7 +321,7 @@ class ForwardRecord:
             valid.setflags(write=False)
         self._batch_targets = targets  # (as given, int64 for the core) of a Batch
         # weak references: values point at the record, so strong ones would form a cycle
-        self._values: "dict[Tuple[int, int], weakref.ref[GraphValue]]" = {}
+        self._values: dict[Tuple[int, int], weakref.ref[GraphValue]] = {}
 
     @property
     def blocks(self) -> Tuple[BlockForward, ...]:
@@ -401,7 +401,7 @@ class ForwardRecord:
         out = ["embedding.output"]
         for b in range(self.model.config.layers):
             out += [f"blocks.{b}.{k}" for k in _nodes.BLOCK_KINDS]
-        return out + ["final_norm.output", "logits"]
+        return [*out, "final_norm.output", "logits"]
 
     @property
     def mean_loss(self) -> GraphValue:
@@ -471,7 +471,7 @@ def _tokens_array(tokens: Any, cfg: DecoderConfig) -> Tuple[np.ndarray, np.ndarr
         raise TokenError("batch is 0")
     if T == 0:
         raise TokenError("sequence length is 0")
-    if T > cfg.max_positions:
+    if cfg.max_positions < T:
         raise TokenError(f"sequence length {T} exceeds max_positions {cfg.max_positions}")
     return arr, np.ascontiguousarray(arr, dtype=np.int64)
 
@@ -524,7 +524,7 @@ class DecoderModel:
         self._setup(config, [NamedParameter._wrap(n, p) for (n, _), p in zip(layout, raw)])
 
     @classmethod
-    def from_parameters(cls, config: DecoderConfig, parameters: Sequence[NamedParameter]) -> "DecoderModel":
+    def from_parameters(cls, config: DecoderConfig, parameters: Sequence[NamedParameter]) -> DecoderModel:
         """Assembles a model from an exact parameter list (shared, not copied), after checking
         count, names, order, shapes and finiteness; nothing is built when a check fails."""
         if not isinstance(config, DecoderConfig):
@@ -534,7 +534,7 @@ class DecoderModel:
         self._setup(config, list(parameters))
         return self
 
-    def clone(self) -> "DecoderModel":
+    def clone(self) -> DecoderModel:
         """An independent model with this configuration and copies of this model's parameter
         values: same names and bits, zero gradients, nothing drawn. The same-base unscaled
         control of a depth initialization is ``fresh.base_model.clone()``."""
@@ -592,7 +592,7 @@ class DecoderModel:
         return LoadResult(tuple(missing), tuple(unexpected))
 
     @classmethod
-    def from_state_dict(cls, config: DecoderConfig, state: Mapping[str, Any]) -> "DecoderModel":
+    def from_state_dict(cls, config: DecoderConfig, state: Mapping[str, Any]) -> DecoderModel:
         """A model with exactly the entries of state (any order; copied), checked against
         config's layout; nothing is drawn."""
         if not isinstance(config, DecoderConfig):
@@ -654,7 +654,8 @@ class LoadResult(NamedTuple):
     unexpected: Tuple[str, ...]
 
 
-def _checked_state(config: DecoderConfig, state: Any, strict: bool) -> Tuple[Dict[str, np.ndarray], List[str], List[str]]:
+def _checked_state(config: DecoderConfig, state: Any,
+                   strict: bool) -> Tuple[Dict[str, np.ndarray], List[str], List[str]]:
     """Float64 copies of the entries config's layout names, after every check."""
     if not isinstance(state, Mapping):
         raise StateDictError(f"a state dict must be a mapping of name to array, got {type(state).__name__}")

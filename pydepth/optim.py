@@ -86,7 +86,8 @@ def schedule_from_dict(d: Mapping[str, Any]) -> WarmupCosine:
         raise InvalidHyperparameterError(f"unknown learning-rate schedule {d!r}")
     keys = {"schedule", "peak_lr", "warmup_steps", "total_steps", "min_lr"}
     if set(d) != keys:
-        raise InvalidHyperparameterError(f"warmup_cosine schedule needs exactly the keys {sorted(keys)}, got {sorted(d)}")
+        raise InvalidHyperparameterError(f"warmup_cosine schedule needs exactly the keys {sorted(keys)}, "
+                                         f"got {sorted(d)}")
     return WarmupCosine(d["peak_lr"], warmup_steps=d["warmup_steps"], total_steps=d["total_steps"],
                         min_lr=d["min_lr"])
 
@@ -205,7 +206,8 @@ class Optimizer:
         if missing:
             raise OptimizerStateError(f"optimizer state is missing {', '.join(missing)}")
         if state["optimizer"] != type(self).__name__:
-            raise OptimizerStateError(f"state of a {state['optimizer']!r} optimizer cannot load into {type(self).__name__}")
+            raise OptimizerStateError(f"state of a {state['optimizer']!r} optimizer cannot load into "
+                                      f"{type(self).__name__}")
         names = [p.name for p in self._params]
         if list(state["parameters"]) != names:
             raise OptimizerStateError(f"optimizer state covers parameters {list(state['parameters'])}, "
@@ -231,7 +233,8 @@ class Optimizer:
             return self._lr
         value = self._lr(step)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise InvalidHyperparameterError(f"the lr schedule returned {value!r} at step {step}; expected a real number")
+            raise InvalidHyperparameterError(f"the lr schedule returned {value!r} at step {step}; "
+                                             "expected a real number")
         return float(value)
 
     def _core_hparams(self, lr: float) -> tuple:
@@ -243,14 +246,14 @@ class Optimizer:
         except _core.CoreError as err:
             self._raise(err)
 
-    def _raise(self, err: "_core.CoreError") -> None:
+    def _raise(self, err: _core.CoreError) -> None:
         kind = type(self).__name__
         if err.code == _status('ERR_CONFIG') and err.index < len(self._fields):
             field = self._fields[err.index]
             domain = "in [0, 1)" if field.startswith("beta") else "finite and non-negative"
             raise InvalidHyperparameterError(f"{kind} {field} must be {domain}, got {err.value!r}") from None
         if err.code == _status('ERR_NONFINITE') and 0 <= err.block < len(self._params):
-            what = ("value",) + self.slot_names
+            what = ("value", *self.slot_names)
             raise NonFiniteUpdateError(
                 f"{kind} step {self._step + 1} refused: {self._params[err.block].name} {what[err.node]} "
                 f"would become {err.value!r} at flat index {err.index}; nothing was changed") from None
@@ -324,7 +327,8 @@ class AdamW(Optimizer):
         except (TypeError, ValueError):
             raise InvalidHyperparameterError(f"betas must be a pair of real numbers, got {betas!r}") from None
         super().__init__(parameters, lr, {"beta1": _real("beta1", b1), "beta2": _real("beta2", b2),
-                                          "eps": _real("eps", eps), "weight_decay": _real("weight_decay", weight_decay)})
+                                          "eps": _real("eps", eps),
+                                          "weight_decay": _real("weight_decay", weight_decay)})
 
     @property
     def slot_names(self) -> Tuple[str, ...]:

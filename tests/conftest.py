@@ -1,7 +1,10 @@
 """Shared fixtures and helpers: the published reference figures (tests/reference/README.md),
 the chapter's inputs and the bit view every bit-exact check uses. Test modules import the
 helpers with ``from conftest import bits, SEED, ...``."""
+import ast
+import importlib
 import json
+import os
 import pathlib
 import sys
 
@@ -36,6 +39,83 @@ def reference_trace():
 def published_tables():
     """published-tables.json: the chapter's six-decimal tables."""
     return json.loads((REFERENCE / "published-tables.json").read_text())
+
+
+#: Each optional extra (pyproject.toml) -> the modules it brings that tests import: the one table
+#: the skips read. hf also brings torch, which its own row covers.
+EXTRAS = {
+    "torch": ("torch",),
+    "hf": ("transformers",),
+    "plot": ("matplotlib",),
+    "sweep": ("distributed", "pyarrow"),
+}
+#: pydepth subpackages that use an extra (pydepth.torch as soon as it is imported, the others when
+#: they run).
+NEEDS_EXTRA = {"pydepth.torch": "torch", "pydepth.sweep": "sweep", "pydepth.plots": "plot", "pydepth.report": "plot"}
+#: CI installs every extra, so there a missing one is a failure; elsewhere the test skips.
+EXTRAS_REQUIRED = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_extra(*extras):
+    """The skip reason for the first of ``extras`` whose modules do not import, or None."""
+    for extra in extras:
+        for module in EXTRAS[extra]:
+            try:
+                importlib.import_module(module)
+            except ImportError as err:
+                if EXTRAS_REQUIRED:
+                    raise
+                return f"needs the {extra!r} extra ({err.name or module} is missing): pip install '.[{extra}]'"
+    return None
+
+
+def need_extra(*extras):
+    """Skips the calling test (or module, at module level) when one of ``extras`` is missing,
+    naming it and its install command; under CI a missing extra raises instead."""
+    reason = missing_extra(*extras)
+    if reason is not None:
+        pytest.skip(reason, allow_module_level=True)
+
+
+def extras_imported_by(source, *, top_level_only=False):
+    """The extras a Python source imports, directly or through a pydepth subpackage (only the
+    module's own top-level imports with ``top_level_only``)."""
+    tree = ast.parse(source)
+    found = []
+    for node in (tree.body if top_level_only else ast.walk(tree)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            extras = [extra for extra, modules in EXTRAS.items() if name.split(".")[0] in modules]
+            extras += [extra for package, extra in NEEDS_EXTRA.items()
+                       if name == package or name.startswith(package + ".")]
+            found += [extra for extra in extras if extra not in found]
+    return found
+
+
+class _MissingExtraModule(pytest.Module):
+    """A test module whose top-level imports need a missing extra: collected as one skip."""
+
+    reason = ""
+
+    def collect(self):
+        pytest.skip(self.reason, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    """Test modules that import an extra at the top skip, naming it, when it is missing."""
+    if module_path.name == "conftest.py":
+        return None
+    reason = missing_extra(*extras_imported_by(module_path.read_text(), top_level_only=True))
+    if reason is None:
+        return None
+    module = _MissingExtraModule.from_parent(parent, path=module_path)
+    module.reason = f"{module_path.name} {reason}"
+    return module
 
 
 # pytest runs with --import-mode=importlib, which does not put tests/ on sys.path

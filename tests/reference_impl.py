@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def float_bits(x: float) -> str:
     return struct.pack(">d", float(x)).hex()
 
 
-def from_bits(hexes: Sequence[str], shape: Sequence[int] = None) -> np.ndarray:
+def from_bits(hexes: Sequence[str], shape: Optional[Sequence[int]] = None) -> np.ndarray:
     """Inverse of :func:`bits_of`: float64 array from hex bit patterns."""
     arr = np.array([int(h, 16) for h in hexes], dtype=np.uint64).view(np.float64)
     return arr.reshape(tuple(shape)) if shape is not None else arr
@@ -114,7 +114,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     kdim = a.shape[-1]
     assert b.shape[-2] == kdim, (a.shape, b.shape)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    acc = np.zeros(batch + (a.shape[-2], b.shape[-1]), dtype=np.float64)
+    acc = np.zeros((*batch, a.shape[-2], b.shape[-1]), dtype=np.float64)
     for k in range(kdim):
         acc = acc + a[..., :, k, None] * b[..., None, k, :]
     return acc

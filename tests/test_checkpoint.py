@@ -160,7 +160,7 @@ def saved(tmp_path):
 def test_truncated_files_are_refused(saved, cut):
     data = saved.read_bytes()
     saved.write_bytes(data[:cut] if cut >= 0 else data[:len(data) + cut])
-    with pytest.raises(pydepth.CheckpointFormatError, match="truncated|header|safetensors"):
+    with pytest.raises(pydepth.CheckpointFormatError, match=r"truncated|header|safetensors"):
         checkpoint.load(saved)
 
 
@@ -170,7 +170,7 @@ def test_a_wrong_header_length_is_refused(saved, delta):
     (n,) = struct.unpack("<Q", data[:8])
     data[:8] = struct.pack("<Q", n + delta)
     saved.write_bytes(bytes(data))
-    with pytest.raises(pydepth.CheckpointFormatError, match="header|safetensors"):
+    with pytest.raises(pydepth.CheckpointFormatError, match=r"header|safetensors"):
         checkpoint.load(saved)
 
 
@@ -204,22 +204,32 @@ def _meta(text):
 BAD = [
     ("non-JSON metadata", _meta("{not json"), pydepth.CheckpointFormatError, "not JSON"),
     ("metadata not an object", _meta("[1, 2]"), pydepth.CheckpointFormatError, "JSON object"),
-    ("no pydepth entry", lambda t, m, i: (t, {"format": "pt"}, None), pydepth.CheckpointFormatError, "no 'pydepth' entry"),
-    ("missing key", lambda t, m, i: (t, m, {k: v for k, v in i.items() if k != "step"}), pydepth.CheckpointFormatError, "missing \\['step'\\]"),
+    ("no pydepth entry", lambda t, m, i: (t, {"format": "pt"}, None),
+     pydepth.CheckpointFormatError, "no 'pydepth' entry"),
+    ("missing key", lambda t, m, i: (t, m, {k: v for k, v in i.items() if k != "step"}),
+     pydepth.CheckpointFormatError, "missing \\['step'\\]"),
     ("bad config", _edit_info("config", {"vocabulary_size": 0}), pydepth.CheckpointFormatError, "config is invalid"),
     ("bad rng", _edit_info("rng_state", "-4"), pydepth.CheckpointFormatError, "rng_state"),
     ("bad step", _edit_info("step", 1.5), pydepth.CheckpointFormatError, "step"),
     ("bad record", _edit_info("record", {"format": "nope"}), pydepth.CheckpointFormatError, "record is invalid"),
-    ("missing tensor", _drop("blocks.1.ffn.down.weight"), pydepth.CheckpointFormatError, "'blocks.1.ffn.down.weight' is missing"),
-    ("float32 tensor", _retype("final_norm.gain", lambda a: a.astype(np.float32)), pydepth.CheckpointFormatError, "dtype float32"),
-    ("wrong shape", _retype("final_norm.gain", lambda a: np.zeros(9)), pydepth.CheckpointMismatchError, "shape \\(9,\\)"),
-    ("non-finite", _retype("final_norm.gain", lambda a: np.full_like(a, np.nan)), pydepth.CheckpointFormatError, "non-finite"),
+    ("missing tensor", _drop("blocks.1.ffn.down.weight"),
+     pydepth.CheckpointFormatError, "'blocks.1.ffn.down.weight' is missing"),
+    ("float32 tensor", _retype("final_norm.gain", lambda a: a.astype(np.float32)),
+     pydepth.CheckpointFormatError, "dtype float32"),
+    ("wrong shape", _retype("final_norm.gain", lambda a: np.zeros(9)),
+     pydepth.CheckpointMismatchError, "shape \\(9,\\)"),
+    ("non-finite", _retype("final_norm.gain", lambda a: np.full_like(a, np.nan)),
+     pydepth.CheckpointFormatError, "non-finite"),
     ("stray tensor", lambda t, m, i: ({**t, "extra.weight": np.zeros(2)}, m, i), pydepth.CheckpointFormatError,
      "unexpected tensors"),
-    ("missing slot", _drop("optimizer.final_norm.gain.exp_avg"), pydepth.CheckpointFormatError, "'optimizer.final_norm.gain.exp_avg' is missing"),
-    ("slot shape", _retype("optimizer.final_norm.gain.exp_avg_sq", lambda a: np.zeros(3)), pydepth.CheckpointFormatError, "float64 of shape"),
-    ("newer contract", _edit_info("numerics_contract", checkpoint.NUMERICS_CONTRACT_VERSION + 1), pydepth.CheckpointVersionError, "numerics_contract"),
-    ("newer format", _edit_info("checkpoint_format", checkpoint.CHECKPOINT_FORMAT + 1), pydepth.CheckpointVersionError, "checkpoint_format"),
+    ("missing slot", _drop("optimizer.final_norm.gain.exp_avg"),
+     pydepth.CheckpointFormatError, "'optimizer.final_norm.gain.exp_avg' is missing"),
+    ("slot shape", _retype("optimizer.final_norm.gain.exp_avg_sq", lambda a: np.zeros(3)),
+     pydepth.CheckpointFormatError, "float64 of shape"),
+    ("newer contract", _edit_info("numerics_contract", checkpoint.NUMERICS_CONTRACT_VERSION + 1),
+     pydepth.CheckpointVersionError, "numerics_contract"),
+    ("newer format", _edit_info("checkpoint_format", checkpoint.CHECKPOINT_FORMAT + 1),
+     pydepth.CheckpointVersionError, "checkpoint_format"),
 ]
 
 
@@ -236,7 +246,7 @@ def test_a_config_that_does_not_match_the_tensors_is_refused(saved):
     info["config"]["feed_forward_width"] = 12
     info["record"] = None  # the record would disagree first; here the tensors must
     _rewrite(saved, tensors, meta, info)
-    with pytest.raises(pydepth.CheckpointMismatchError, match="the config .* needs"):
+    with pytest.raises(pydepth.CheckpointMismatchError, match=r"the config .* needs"):
         checkpoint.load(saved)
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from pydepth.cli import main
+from conftest import need_extra
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -91,7 +92,8 @@ def test_bad_model_sources_are_refused_with_a_message(doc, match, tmp_path, caps
 
 
 def test_observe_of_a_saved_model_needs_no_seed_and_a_config_without_weights_says_it_needs_one(tmp_path, capsys):
-    transformers = pytest.importorskip("transformers", reason="needs the 'hf' extra")
+    need_extra("hf")
+    import transformers
     config = transformers.LlamaConfig(**{k: v for k, v in LLAMA.items() if k != "model_type"})
     transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "saved")
     code, out, err = run(capsys, "observe", "--config", str(tmp_path / "saved"), "--tokens", "1,2,3,4")

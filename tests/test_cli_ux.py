@@ -95,9 +95,9 @@ def test_shared_options_have_one_name_and_meaning():
     assert "--output" in opts["trace"]
 
 
-def _cfg(tmp_path, cfg=DecoderConfig(266, 4, 1, 4, 8, 4)):
+def _cfg(tmp_path):
     path = tmp_path / "cfg.json"
-    path.write_text(json.dumps(cfg.to_dict()))
+    path.write_text(json.dumps(DecoderConfig(266, 4, 1, 4, 8, 4).to_dict()))
     return ["observe", "--config", str(path), "--seed", "4701", "--tokens", "0,99,100,101",
             "--targets", "99,100,101,1"]
 

@@ -43,7 +43,7 @@ def test_release_during_backward_waits_for_the_c_call(model):
         errors = []
         started = threading.Event()
 
-        def run():
+        def run(loss=loss, errors=errors, started=started):
             started.set()
             try:
                 loss.backward()
@@ -60,7 +60,7 @@ def test_release_during_backward_waits_for_the_c_call(model):
         if not errors:
             assert all(np.array_equal(a, b) for a, b in zip(grads(model), want))
         with pytest.raises(GraphReleasedError):
-            fwd.per_target_nll
+            _ = fwd.per_target_nll
         with pytest.raises(GraphReleasedError):
             loss.backward()
 
@@ -69,12 +69,12 @@ def test_release_during_loss_attach_waits_for_the_c_call(model):
     for _ in range(5):
         fwd = model.forward(X)
         out = []
-        t = threading.Thread(target=lambda: out.append(fwd.loss(Y)))
+        t = threading.Thread(target=lambda fwd=fwd, out=out: out.append(fwd.loss(Y)))
         t.start()
         fwd.release()
         t.join()
         with pytest.raises(GraphReleasedError):
-            fwd.per_target_nll
+            _ = fwd.per_target_nll
 
 
 def test_concurrent_loss_attach_attaches_once(model):

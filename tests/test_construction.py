@@ -134,7 +134,7 @@ def test_from_parameters_validates_layout_first():
     nonfinite[0] = NamedParameter(params[0].name, v)
     with pytest.raises(pydepth.ParameterLayoutError, match="non-finite"):
         DecoderModel.from_parameters(cfg, nonfinite)
-    with pytest.raises(pydepth.ParameterLayoutError, match="blocks.2.attention_norm.gain"):
+    with pytest.raises(pydepth.ParameterLayoutError, match=r"blocks\.2\.attention_norm\.gain"):
         DecoderModel.from_parameters(DecoderConfig(10, 4, 2, 3, 3, 4), params + params[1:10])
 
 

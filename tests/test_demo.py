@@ -14,6 +14,7 @@ import pydepth
 from pydepth import DecoderConfig, DepthScalePolicy
 from pydepth import cli
 from pydepth.chapter import demo
+from conftest import need_extra
 
 HERE = pathlib.Path(__file__).parent
 SCHEMA = json.loads((HERE / "demo_schema.json").read_text())
@@ -120,8 +121,8 @@ def test_every_published_number(doc, published_tables):
             want["layers"], want["model_width"], want["heads"], want["feed_forward_width"],
             want["vocabulary_size"], want["max_positions"])
         assert fx["parameters"] == want["parameter_count"]
-        assert fx["parameters"] == DecoderConfig(
-            fx["vocabulary"], fx["width"], fx["heads"], fx["ff_width"], fx["layers"], fx["max_positions"]).parameter_count
+        assert fx["parameters"] == DecoderConfig(fx["vocabulary"], fx["width"], fx["heads"], fx["ff_width"],
+                                                 fx["layers"], fx["max_positions"]).parameter_count
         assert r6(fx["factor"]) == want["factor"]
         ini = fx["initialized"]
         assert r6(ini["input_activation_normalizer"]) == want["input_activation_normalizer"]
@@ -169,7 +170,8 @@ def test_published_max_ratio_tables_are_the_site_maxima(doc):
 
 def test_fixture_metadata(doc):
     for fx in doc["fixtures"]:
-        cfg = DecoderConfig(fx["vocabulary"], fx["width"], fx["heads"], fx["ff_width"], fx["layers"], fx["max_positions"])
+        cfg = DecoderConfig(fx["vocabulary"], fx["width"], fx["heads"], fx["ff_width"], fx["layers"],
+                            fx["max_positions"])
         assert fx["budget"]["max_parameters"] >= cfg.parameter_count
         assert fx["budget"]["max_positions"] >= cfg.max_positions
         assert fx["factor"] == DepthScalePolicy(fx["layers"]).factor
@@ -213,7 +215,8 @@ def test_demo_fails_when_a_transform_differs(monkeypatch):
     # select the up projection instead of the down projection: same count, wrong tensors
     monkeypatch.setattr(DepthScalePolicy, "selects", lambda self, name: bool(
         re.fullmatch(r"blocks\.[0-9]+\.(attention\.output|ffn\.up)\.weight", name)))
-    with pytest.raises(demo.DemoCheckError, match="narrow-2: selective stored-weight transform differed in blocks.0.ffn.up.weight"):
+    with pytest.raises(demo.DemoCheckError,
+                       match=r"narrow-2: selective stored-weight transform differed in blocks\.0\.ffn\.up\.weight"):
         demo.demo_trace()
 
 
@@ -253,7 +256,7 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch, capsys, tmp_path):
 
 
 def test_plot_writes_png_and_svg(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    need_extra("plot")
     assert cli.main(["demo", "--plot", str(tmp_path)]) == 0
     for fid in ("narrow-1", "narrow-2", "narrow-8", "bridge-2"):
         for suffix in ("png", "svg"):

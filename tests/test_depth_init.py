@@ -221,7 +221,7 @@ def test_updated_base_parameter_refused(layers):
     p = fresh.base_model.parameter("blocks.0.ffn.up.weight")
     p.assign(p.snapshot())  # same values, but an update all the same
     before = bits_of(fresh.base_model.parameters)
-    with pytest.raises(ModifiedFreshParameterError, match="blocks.0.ffn.up.weight"):
+    with pytest.raises(ModifiedFreshParameterError, match=r"blocks\.0\.ffn\.up\.weight"):
         fresh.complete()
     assert rng.state == SEED
     assert_bits_equal(fresh.base_model.parameters, before)
@@ -237,7 +237,7 @@ def test_nonzero_gradient_refused_zero_gradient_allowed(layers):
     base = fresh.base_model
     base.loss(TOKENS, TARGETS).backward()
     before = bits_of(base.parameters)
-    with pytest.raises(ModifiedFreshParameterError, match="token_embedding.weight"):
+    with pytest.raises(ModifiedFreshParameterError, match=r"token_embedding\.weight"):
         fresh.complete()
     assert rng.state == SEED
     assert_bits_equal(base.parameters, before)
@@ -359,14 +359,15 @@ def test_restoration_refuses_mismatches():
     cases = [
         (other, params, "tensors"),
         (record, params[:-1], "tensors"),
-        (record, [params[1], params[0]] + params[2:], "named"),
-        (record, params[:2] + [NamedParameter("blocks.0.attention.query.weight", np.zeros((4, 2)))] + params[3:], "shape"),
+        (record, [params[1], params[0], *params[2:]], "named"),
+        (record, [*params[:2], NamedParameter("blocks.0.attention.query.weight", np.zeros((4, 2))), *params[3:]],
+         "shape"),
         (dataclasses.replace(record, factor=0.5), params, "factor"),
         (dataclasses.replace(record, policy_id="other"), params, "policy"),
         (dataclasses.replace(record, base_initializer_id="other"), params, "initializer"),
         (dataclasses.replace(record, transformed_tensors=0), params, "transformed"),
         (dataclasses.replace(record, final_rng_state=record.final_rng_state + 1), params, "state"),
-        (record, params[:3] + ["not a parameter"] + params[4:], "NamedParameter"),
+        (record, [*params[:3], "not a parameter", *params[4:]], "NamedParameter"),
     ]
     for rec, ps, message in cases:
         with pytest.raises(RecordMismatchError, match=message):

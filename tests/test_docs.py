@@ -54,3 +54,49 @@ def test_nothing_cites_documents_outside_the_repository():
                 offenders += [f"{f.relative_to(ROOT)}:{i}" for i, line in enumerate(f.read_text().splitlines(), 1)
                               if pattern.search(line)]
     assert not offenders, offenders
+
+
+GUIDES = ("docs/architecture.md", "CONTRIBUTING.md", "CHANGELOG.md")
+
+
+def _markdown_files():
+    return [ROOT / "README.md", *(ROOT / g for g in GUIDES[1:]), *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "benchmarks").glob("*.md")), ROOT / "tests" / "README.md",
+            ROOT / ".ci" / "steps" / "README.md"]
+
+
+def test_the_guides_for_the_next_engineer_exist_and_the_readme_links_each():
+    readme = (ROOT / "README.md").read_text()
+    for guide in GUIDES:
+        assert (ROOT / guide).is_file(), guide
+        assert f"]({guide})" in readme, f"README.md does not link {guide}"
+
+
+def test_every_relative_link_in_the_docs_points_at_a_file_and_heading_that_exist():
+    broken = []
+    for md in _markdown_files():
+        text = md.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:: outside the repository
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (md.parent / path).resolve() if path else md
+            if not dest.exists():
+                broken.append(f"{md.relative_to(ROOT)}: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{md.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
+
+
+def _anchors(markdown):
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.+)$", markdown, flags=re.M)}
+
+
+def test_the_architecture_guide_names_owners_that_exist():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    paths = set(re.findall(r"`((?:csrc|pydepth|tests|\.ci)/[\w./-]+\.(?:c|h|py|pyx|sh))`", text))
+    assert len(paths) > 20
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, missing

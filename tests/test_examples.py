@@ -1,24 +1,15 @@
 """Every script in examples/ runs as a user would run it (outside the source tree), prints what a
 person reads (no JSON dump on stdout), and writes JSON and plots to files when asked."""
 import json
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
+from conftest import extras_imported_by, missing_extra, need_extra
+
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
-
-
-def has_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            raise
-        return False
-    return True
 
 
 def test_the_examples_are_there():
@@ -31,10 +22,11 @@ def test_the_examples_are_there():
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_and_prints_for_people(script, tmp_path):
     source = script.read_text()
+    need_extra(*extras_imported_by(source))
     args = []
     if '"--json"' in source:
         args += ["--json", str(tmp_path / "out.json")]
-    if '"--plot"' in source and has_matplotlib():
+    if '"--plot"' in source and missing_extra("plot") is None:  # without matplotlib: no figure
         args += ["--plot", str(tmp_path / "out.png")]
     run = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)

@@ -153,7 +153,7 @@ RECORD = _record_dict()
 
 
 @FUZZ
-@given(key=st.sampled_from(sorted(RECORD) + ["extra"]), value=hostile,
+@given(key=st.sampled_from([*sorted(RECORD), "extra"]), value=hostile,
        budget=st.lists(st.one_of(st.integers(0, 10**6), scalars), min_size=2, max_size=2),
        seed=st.integers(0, 2**64 - 1))
 def test_records_budgets_and_depth_init(key, value, budget, seed):
@@ -196,7 +196,7 @@ def test_scalar_entry_points(a, b):
 
 
 @FUZZ
-@given(key=st.sampled_from(sorted(MODEL.state_dict()) + ["extra.weight"]), value=st.one_of(ids_like, scalars),
+@given(key=st.sampled_from([*sorted(MODEL.state_dict()), "extra.weight"]), value=st.one_of(ids_like, scalars),
        strict=st.one_of(st.booleans(), scalars))
 def test_state_dicts(key, value, strict):
     model = MODEL.clone()

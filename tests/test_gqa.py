@@ -37,9 +37,9 @@ def numpy_forward(model, ids):
     cos, sin = np.cos(ang), np.sin(ang)
 
     def rope(x):  # [B, h, T, D], adjacent pairs
-        l, r = x[..., 0::2], x[..., 1::2]
+        even, odd = x[..., 0::2], x[..., 1::2]
         out = np.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = l * cos - r * sin, l * sin + r * cos
+        out[..., 0::2], out[..., 1::2] = even * cos - odd * sin, even * sin + odd * cos
         return out
 
     x = P["token_embedding.weight"][ids]

@@ -176,7 +176,7 @@ def test_report_builders_refuse_bad_input():
     with pytest.raises(InvalidGeometryError, match="adjoint shape"):
         health_report_from_sites(acts, [np.ones((1, 2, 3))] * 2 + [np.ones((1, 2, 4))], valid)
     with pytest.raises(InvalidNormalizerError, match="A_0"):
-        health_report_from_sites([np.zeros((1, 2, 3))] + acts[1:], acts, valid)
+        health_report_from_sites([np.zeros((1, 2, 3)), *acts[1:]], acts, valid)
     with pytest.raises(InvalidNormalizerError, match="G_2L"):
         health_report_from_rms([1.0, 2.0], [1.0, 0.0], valid_positions=1, width=1)
     with pytest.raises(NonFiniteValueError, match="site 0 adjoint RMS is nan"):

@@ -60,7 +60,7 @@ def test_non_finite_forward_is_refused(model):
     v[3] = 1e200  # squares overflow in the attention norm's mean square
     emb.assign(v)
     before = snapshot(model)
-    with pytest.raises(pydepth.NonFiniteError, match="blocks.0.attention_norm"):
+    with pytest.raises(pydepth.NonFiniteError, match=r"blocks\.0\.attention_norm"):
         model.forward(np.array([[1, 3]]))
     assert unchanged(model, before)
 

@@ -182,7 +182,7 @@ def test_matmul_empty_inner_dimension(kernel_state):
 
 @settings(max_examples=60, deadline=None)
 @given(kind=st.sampled_from(["nn", "nt", "tn"]), m=st.sampled_from(RAGGED),
-       k=st.sampled_from(RAGGED + [257, 1100]), n=st.sampled_from(RAGGED),
+       k=st.sampled_from([*RAGGED, 257, 1100]), n=st.sampled_from(RAGGED),
        acc=st.booleans(), threads=st.sampled_from([1, 2, 3]),
        path=st.sampled_from(AVAILABLE), seed=st.integers(0, 2**32 - 1))
 def test_matmul_random_shapes(kind, m, k, n, acc, threads, path, seed):

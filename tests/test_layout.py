@@ -36,7 +36,7 @@ def test_the_top_level_holds_at_most_fourteen_modules_besides_init_and_main():
 def _imports(path: pathlib.Path) -> set:
     """The pydepth modules a source file imports (relative imports resolved)."""
     parts = list(path.relative_to(SOURCE.parent).with_suffix("").parts)
-    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    package = parts[:-1]  # a module and a package's __init__ both resolve relative imports from their directory
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):

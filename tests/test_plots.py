@@ -2,25 +2,18 @@
 band shaded on a log axis, out-of-band points marked and annotated, titles naming model, depth,
 seed and policy, a control overlay through the public API, PNG and SVG."""
 import json
-import os
 
 import numpy as np
 import pytest
 
 from pydepth import DecoderConfig, cli
 from pydepth.health import health_report_from_rms
-
-
-def need_matplotlib():
-    if os.environ.get("CI"):  # CI installs the plot extra: a missing matplotlib is a failure there
-        import matplotlib  # noqa: F401
-    else:
-        pytest.importorskip("matplotlib")
+from conftest import need_extra
 
 
 @pytest.fixture(autouse=True)
 def _matplotlib():
-    need_matplotlib()
+    need_extra("plot")
     with np.errstate(all="ignore"):  # conftest raises on every floating-point event; matplotlib's own
         yield
 
@@ -144,7 +137,7 @@ def test_plot_report_refuses_bad_input(tmp_path, doc):
         plot_report(fx[0]["initialized"], tmp_path / "x.png", control=fx[2]["initialized"])
     with pytest.raises(TypeError, match="DepthHealthReport"):
         plot_report([1, 2], tmp_path / "x.png")
-    with pytest.raises(ValueError, match="must end in .png, .svg or .pdf"):
+    with pytest.raises(ValueError, match=r"must end in \.png, \.svg or \.pdf"):
         plot_report(fx[0]["initialized"], tmp_path / "x.jpeg")
     assert not list(tmp_path.iterdir())
 

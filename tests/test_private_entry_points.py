@@ -58,7 +58,7 @@ def test_model_and_draw_refuse_params_that_do_not_match_the_layout(drop, wrong):
         _core.draw_parameters(CFG._core_tuple(), params, rng)
     assert rng.state == 4
     with pytest.raises(TypeError):
-        _core._Model(CFG._core_tuple(), params[:-1] + ["not a param"])
+        _core._Model(CFG._core_tuple(), [*params[:-1], "not a param"])
 
 
 def test_graph_refuses_side_arrays_of_the_wrong_length():

@@ -1,12 +1,13 @@
 """The README stays true: every ```python block runs as it stands (outside the source tree,
 against the installed package), and every example it links exists."""
-import os
 import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
+
+from conftest import extras_imported_by, need_extra
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -21,8 +22,7 @@ def test_the_readme_has_snippets_and_a_what_you_can_do_section():
 @pytest.mark.parametrize("index", range(len(SNIPPETS)))
 def test_readme_python_snippet_runs(index, tmp_path):
     code = SNIPPETS[index]
-    if "pydepth.plots" in code and not os.environ.get("CI"):  # CI installs the plot extra
-        pytest.importorskip("matplotlib")
+    need_extra(*extras_imported_by(code))
     script = tmp_path / f"readme_snippet_{index}.py"  # as a user saves it: a file, not python -c
     script.write_text(code)
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,

@@ -46,7 +46,8 @@ def _record_with(**changes):
     (lambda: DepthInitializationRecord.from_dict(None), pydepth.RecordFormatError, "NoneType"),
     (lambda: DepthInitializationRecord.from_dict(_record_with(factor=2**1100)), pydepth.RecordFormatError, "factor"),
     (lambda: DepthInitializationRecord.from_dict(_record_with(format="x")), pydepth.RecordFormatError, "'x'"),
-    (lambda: DepthInitializationRecord.from_dict(_record_with(transformed_tensors="4")), pydepth.RecordFormatError, "'4'"),
+    (lambda: DepthInitializationRecord.from_dict(_record_with(transformed_tensors="4")),
+     pydepth.RecordFormatError, "'4'"),
     (lambda: DecoderConfig.from_dict(None), pydepth.ConfigError, "NoneType"),
     (lambda: DecoderConfig(13, 4, 2, 6, 2, 8, rope_base="1e4"), pydepth.ConfigError, "'1e4'"),
     (lambda: DecoderConfig(13, 4, 2, 6, 2, 8, rms_epsilon="0.1"), pydepth.ConfigError, "'0.1'"),
@@ -103,7 +104,7 @@ def test_huge_max_positions_refusal_names_the_field():
 def test_core_allocation_failure_names_a_real_count(model):
     from pydepth._native._translate import raise_core
     from pydepth._native._core import CoreError
-    with pytest.raises(pydepth.AllocationError, match="1000 float64 values .8000 bytes"):
+    with pytest.raises(pydepth.AllocationError, match=r"1000 float64 values \(8000 bytes"):
         raise_core(CoreError(1, 1000))
 
 
@@ -112,9 +113,9 @@ def test_per_target_nll_of_a_released_record(model):
     fwd.loss(TOKENS)
     fwd.release()
     with pytest.raises(pydepth.GraphReleasedError):
-        fwd.per_target_nll
+        _ = fwd.per_target_nll
     with pytest.raises(pydepth.GraphReleasedError):
-        fwd.mean_loss
+        _ = fwd.mean_loss
 
 
 def test_masked_tokens_are_refused(model):

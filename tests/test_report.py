@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-pytest.importorskip("matplotlib", reason="pydepth report draws figures: needs the 'plot' extra")
-pytest.importorskip("pyarrow", reason="sweep outputs need the 'sweep' extra")
+from conftest import need_extra
+
+need_extra("plot", "sweep")  # the report draws figures; sweep outputs are Parquet
 
 from pydepth.cli import main  # noqa: E402
 from pydepth.errors import PydepthError, ReportInputError  # noqa: E402
@@ -24,7 +25,8 @@ SWEEP = ["--depths", "1,2", "--widths", "16", "--seeds", "0", "--steps", "0,1", 
 def _observe(root: pathlib.Path) -> pathlib.Path:
     (root / "cfg.json").write_text(json.dumps(CONFIG))
     assert main(["observe", "--config", str(root / "cfg.json"), "--seed", "1", "--tokens", "0,99,100,101",
-                 "--targets", "99,100,101,1", "--control", "--format", "json", "--output", str(root / "obs" / "observe.json")]) == 0
+                 "--targets", "99,100,101,1", "--control", "--format", "json",
+                 "--output", str(root / "obs" / "observe.json")]) == 0
     return root / "obs"
 
 

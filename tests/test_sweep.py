@@ -14,21 +14,9 @@ import numpy as np
 import pytest
 
 from pydepth import PydepthError
+from conftest import need_extra
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _need(module):
-    try:
-        return __import__(module)
-    except ImportError:
-        if IN_CI:
-            raise
-        pytest.skip(f"{module} (the 'sweep' extra) is not installed")
-
-
-_need("distributed")
-_need("pyarrow")
+need_extra("sweep")
 
 from pydepth.sweep import (  # noqa: E402
     Cell,
@@ -80,6 +68,13 @@ def _die_with_parent():
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: workers ignore a lost parent
 
 
+def _spawn(args, log, cwd):
+    """A Dask process writing into ``log``; the parent's copy of the file closes at once."""
+    with open(log, "w") as out:
+        return subprocess.Popen(args, cwd=cwd, env=ENV, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=_die_with_parent)
+
+
 def _stop(procs):
     for p in procs:
         if p.poll() is None:
@@ -101,15 +96,14 @@ def dask_cluster(tmp_path_factory):
     address = f"tcp://127.0.0.1:{port}"
     procs = []
     try:
-        procs.append(subprocess.Popen(
+        procs.append(_spawn(
             [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--dashboard-address", "127.0.0.1:0"], cwd=logs, env=ENV, stdout=open(logs / "scheduler.log", "w"),
-            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent))
+             "--dashboard-address", "127.0.0.1:0"], logs / "scheduler.log", logs))
         for i in range(2):
-            procs.append(subprocess.Popen(
+            procs.append(_spawn(
                 [sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--no-nanny",
-                 "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--name", f"w{i}"], cwd=logs, env=ENV,
-                stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent))
+                 "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--name", f"w{i}"],
+                logs / f"worker{i}.log", logs))
         deadline = time.monotonic() + TIMEOUT
         client = None
         while client is None:
@@ -264,7 +258,7 @@ def test_steps_follow_adamw_on_the_fixed_batch():
 
 def test_steps_after_zero_refused_before_any_work_without_the_optimizer(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pydepth.optim", None)  # as if pydepth.optim were missing
-    with pytest.raises(OptimizerUnavailableError, match="pydepth.optim.AdamW"):
+    with pytest.raises(OptimizerUnavailableError, match=r"pydepth\.optim\.AdamW"):
         run(SweepSpec(**SMALL), out=tmp_path / "never", scheduler="serial", progress=False)
     assert not (tmp_path / "never").exists()
     run(SweepSpec(**dict(SMALL, steps=[0])), out=tmp_path / "zero", scheduler="serial", progress=False)
@@ -287,7 +281,7 @@ def test_a_refused_update_ends_the_cell_with_an_error_row(monkeypatch):
 def test_torch_backend_agrees_with_the_core_through_the_bridge_observer(tmp_path):
     """The same cells through pydepth's torch twin, the hook observer and torch.optim.AdamW:
     equal to the C core's rows to rounding (torch sums in its own order), reproducible alone."""
-    _need("torch")
+    need_extra("torch")
     grid = dict(depths=[2, 8], widths=[16], seeds=[0], steps=[0, 1, 3], sequence_length=8)
     cells = [(d, 16, 0, p) for d in (2, 8) for p in ("scaled", "unscaled")]
     core = run_cells(SweepSpec(**grid).to_dict(), cells)
@@ -473,7 +467,7 @@ def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_smal
 
 def test_band_exit_counts_seeds_at_the_first_depth_out():
     from pydepth.sweep.summary import CellStep, band_exits
-    def cs(depth, seed, ok):  # noqa: E306
+    def cs(depth, seed, ok):
         return CellStep(depth, 16, seed, "unscaled", 0, 150.0 if not ok else 5.0, 1.0, 1.0, 0.5,
                         5.0, ok, "")
     steps = [cs(8, 0, True), cs(8, 1, True), cs(32, 0, False), cs(32, 1, True), cs(64, 0, False),

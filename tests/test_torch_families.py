@@ -168,7 +168,7 @@ def test_a_structure_other_than_the_one_recognized_is_refused_when_run(torch_mod
     for i in range(2):
         model.transformer.h[i] = _ScaledBranchBlock(32).double()
     assert find_layout(model).architecture == "nanogpt"  # names and norms look right
-    with pytest.raises(ArchitectureError, match="residual site 1 .*not input \\+ attention branch"):
+    with pytest.raises(ArchitectureError, match=r"residual site 1 .*not input \+ attention branch"):
         observe_residual_health(model, torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))
 
 

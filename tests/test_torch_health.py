@@ -39,7 +39,7 @@ def pydepth_report(model, source, targets=None):
 
 
 def test_twin_report_equals_pydepths_on_every_fixture(reference_trace, torch_models):
-    for name, _, tokens, targets, model in torch_models.fixture_models(reference_trace):
+    for _name, _, tokens, targets, model in torch_models.fixture_models(reference_trace):
         assert_reports_agree(observe_residual_health(to_torch(model), tokens, targets),
                              pydepth_report(model, tokens, targets))
 
@@ -76,14 +76,14 @@ def loss_with_perturbation(module, layout, site, delta, ids):
     if site == 0:
         def shift(m, a, k):
             if a:
-                return (a[0] + delta,) + a[1:], k
+                return (a[0] + delta, *a[1:]), k
             return a, {**k, "hidden_states": k["hidden_states"] + delta}
         handle = layout.layers[0].register_forward_pre_hook(shift, with_kwargs=True)
     elif step == 2 and kind == 0:
         handle = layout.attention_outputs[b].register_forward_hook(lambda m, a, out: out + delta)
     else:
         def add(m, a, out):
-            return (out[0] + delta,) + tuple(out[1:]) if isinstance(out, tuple) else out + delta
+            return (out[0] + delta, *out[1:]) if isinstance(out, tuple) else out + delta
         handle = layout.layers[b].register_forward_hook(add)
     try:
         with torch.no_grad():
@@ -182,10 +182,10 @@ def test_frozen_models_are_observed_too(torch_models):
 
 def test_compiled_modules_are_refused(torch_models):
     model = torch_models.hf("llama", 1)
-    with pytest.raises(UnsupportedModuleError, match="torch.compile"):
+    with pytest.raises(UnsupportedModuleError, match=r"torch\.compile"):
         observe_residual_health(torch.compile(model), torch.arange(6).reshape(1, 6))
     model.model.layers[0].compile()
-    with pytest.raises(UnsupportedModuleError, match="torch.compile"):
+    with pytest.raises(UnsupportedModuleError, match=r"torch\.compile"):
         observe_residual_health(model, torch.arange(6).reshape(1, 6))
 
 

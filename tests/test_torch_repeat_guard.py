@@ -25,7 +25,7 @@ def test_scaling_the_model_then_its_backbone_is_refused(torch_models):
     model = torch_models.hf("llama", 4)
     apply_depth_scaling(model)
     before = snapshot(model)
-    with pytest.raises(AlreadyScaledError, match="1/sqrt\\(L\\).*config"):
+    with pytest.raises(AlreadyScaledError, match=r"1/sqrt\(L\).*config"):
         apply_depth_scaling(model.model)
     assert_unchanged(model, before)
     nano = torch_models.NanoGPT(4)

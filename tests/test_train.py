@@ -14,6 +14,7 @@ from pydepth import DecoderConfig, DecoderModel, DepthInitializationBudget, Fres
 from pydepth import checkpoint
 from pydepth.cli import main
 from pydepth.training.step import byte_documents, draw_batch
+from conftest import need_extra
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "data" / "corpus.txt"
@@ -93,6 +94,7 @@ def test_periodic_checkpoints_resume_exactly_and_observing_changes_nothing(tmp_p
 
 
 def test_plot_shows_loss_and_site_ratios(tmp_path, config):
+    need_extra("plot")
     out = tmp_path / "p"
     assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
                "--observe-every", 1, "--out", out, "--plot", out / "train.png") == 0
@@ -107,6 +109,7 @@ def health_rows(directory):
 
 
 def test_a_resumed_run_keeps_its_observe_checkpoint_and_plot_options_and_its_directory(tmp_path, config):
+    need_extra("plot")
     full, part = tmp_path / "full", tmp_path / "part"
     common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 3, "--steps", 6]
     assert run("train", CORPUS, *common, "--observe-every", 2, "--checkpoint-every", 2, "--out", full,
@@ -176,7 +179,7 @@ def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, 
 
 
 def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp_path, config, monkeypatch):
-    pytest.importorskip("matplotlib") if not os.environ.get("CI") else None
+    need_extra("plot")
     from pydepth.plots import train as plots_train
     from pydepth.plots.style import texts_outside_figure
     figures = []

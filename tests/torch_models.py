@@ -6,11 +6,12 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import numpy as np
+import torch
+from torch import nn
 
-import pydepth  # noqa: E402
+import pydepth
+from conftest import need_extra
 
 VOCAB = 50
 
@@ -92,6 +93,7 @@ HF_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", 
 
 def hf(name, layers=2, **extra):
     """A tiny randomly initialized Hugging Face causal LM, in float64 unless asked otherwise."""
+    need_extra("hf")
     import transformers as T
     T.logging.set_verbosity_error()
     torch.manual_seed(layers * 7 + len(name))

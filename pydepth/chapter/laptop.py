@@ -32,7 +32,8 @@ def plan_config(overrides: Optional[Dict[str, Any]] = None) -> DecoderConfig:
 def deterministic_batch(cfg: DecoderConfig, tokens: int):
     """One row of `tokens` positions: ids (7919*i + 11) mod V, targets shifted by one."""
     if tokens < 1 or tokens > cfg.max_positions:
-        raise ValueError(f"tokens per pass must be in [1, {cfg.max_positions}] (the plan's max positions), got {tokens}")
+        raise ValueError(f"tokens per pass must be in [1, {cfg.max_positions}] (the plan's max positions), "
+                         f"got {tokens}")
     ids = (np.arange(tokens + 1, dtype=np.int64) * 7919 + 11) % cfg.vocabulary_size
     return ids[:-1].reshape(1, -1), ids[1:].reshape(1, -1)
 

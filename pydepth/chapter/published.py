@@ -20,7 +20,7 @@ CONTROL_KEYS = ("input_activation_normalizer", "terminal_adjoint_normalizer", "a
                 "activation_ratio_max", "adjoint_ratio_min", "adjoint_ratio_max")
 
 
-def published_tables_path() -> Union[str, "os.PathLike[str]"]:
+def published_tables_path() -> Union[str, os.PathLike[str]]:
     """The chapter's published tables shipped inside the package (pydepth/reference/)."""
     path = resources.files("pydepth") / "reference" / "published-tables.json"
     if not path.is_file():
@@ -28,7 +28,7 @@ def published_tables_path() -> Union[str, "os.PathLike[str]"]:
     return path  # type: ignore[return-value]
 
 
-def load_published(path: Union[str, "os.PathLike[str]", None] = None) -> Dict[str, Any]:
+def load_published(path: Union[str, os.PathLike[str], None] = None) -> Dict[str, Any]:
     """The published tables (default: the packaged copy)."""
     source = published_tables_path() if path is None else path
     try:
@@ -57,7 +57,7 @@ def _pairs(got: Dict[str, Any], want: Dict[str, Any]) -> Iterator[Tuple[str, Any
         yield f"control {key}", round(control[key], 6), wcontrol.get(key)
 
 
-def verify_published(path: Union[str, "os.PathLike[str]", None] = None) -> List[FixtureResult]:
+def verify_published(path: Union[str, os.PathLike[str], None] = None) -> List[FixtureResult]:
     """Recomputes the demo's four fixtures and compares every published number at six decimals."""
     published = load_published(path)
     ours = {f["id"]: f for f in demo_trace()["fixtures"]}

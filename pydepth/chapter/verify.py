@@ -59,7 +59,7 @@ def _show(text: str) -> str:
     return text
 
 
-def public_fixtures_path() -> Union[str, "os.PathLike[str]"]:
+def public_fixtures_path() -> Union[str, os.PathLike[str]]:
     """The public trace fixtures shipped inside the package (pydepth/reference/)."""
     path = resources.files("pydepth") / "reference" / "trace-public.json"
     if not path.is_file():
@@ -67,7 +67,7 @@ def public_fixtures_path() -> Union[str, "os.PathLike[str]"]:
     return path  # type: ignore[return-value]
 
 
-def load_fixtures(path: Union[str, "os.PathLike[str]", None] = None) -> List[Dict[str, Any]]:
+def load_fixtures(path: Union[str, os.PathLike[str], None] = None) -> List[Dict[str, Any]]:
     """The fixtures of a pydepth-reference-trace-v1 file (default: the packaged public one)."""
     source = public_fixtures_path() if path is None else path
     try:
@@ -151,7 +151,7 @@ def verify_fixture(fixture: Dict[str, Any]) -> FixtureResult:
     return FixtureResult(fixture_id, checked, differing, first)
 
 
-def verify(path: Union[str, "os.PathLike[str]", None] = None) -> List[FixtureResult]:
+def verify(path: Union[str, os.PathLike[str], None] = None) -> List[FixtureResult]:
     """Every fixture of a reference trace file (default: the packaged public fixtures)."""
     return [verify_fixture(f) for f in load_fixtures(path)]
 

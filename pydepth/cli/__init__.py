@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMANDS:
         _module(name).register(sub)
-    for name, command in sub.choices.items():  # every subcommand documents the same exit codes
+    for command in sub.choices.values():  # every subcommand documents the same exit codes
         command.epilog = f"{command.epilog} {EXIT_CODES}" if command.epilog else EXIT_CODES
     return parser
 

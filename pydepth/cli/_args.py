@@ -112,7 +112,8 @@ def band(text: str) -> Any:
     try:
         return check_band([float(x) for x in text.split(",")])
     except (ValueError, InvalidBandError) as err:
-        raise argparse.ArgumentTypeError(f"--band expects LOW,HIGH with 0 <= LOW <= HIGH, got {text!r} ({err})") from None
+        raise argparse.ArgumentTypeError(
+            f"--band expects LOW,HIGH with 0 <= LOW <= HIGH, got {text!r} ({err})") from None
 
 
 def add_band(p: argparse.ArgumentParser) -> None:

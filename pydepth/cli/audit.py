@@ -6,7 +6,7 @@ import argparse
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``audit`` subcommand and its options."""
     p = sub.add_parser("audit", help="audit a model's initialization against a depth-scaling scheme "
                        "(pydepth config, Hugging Face config or local model directory)",

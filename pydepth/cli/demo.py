@@ -7,7 +7,7 @@ import sys
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``demo`` subcommand and its options."""
     p = sub.add_parser("demo", help="run the chapter's fixed example (four seeded fixtures)",
                        description="Initialize the chapter's four fixed decoders (seed 4701) and "

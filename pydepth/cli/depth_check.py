@@ -6,7 +6,7 @@ import argparse
 from .sweep import add_grid_options, grid_changes, missing_extra, spec_defaults
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``depth-check`` subcommand and its options."""
     from ..sweep.presets import DEPTH_CHECK
     p = sub.add_parser("depth-check", help="where scaled and unscaled models leave the band, by depth",

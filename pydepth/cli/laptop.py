@@ -10,7 +10,7 @@ _OVERRIDES = ("vocabulary_size", "model_width", "layers", "heads", "kv_heads",
               "feed_forward_width", "max_positions")
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``laptop`` subcommand and its options."""
     p = sub.add_parser("laptop", help="run the laptop-scale decoder (32.5M parameters, about 2 GB of memory)",
                        description="Build the chapter's laptop plan through FreshDepthInitialization "

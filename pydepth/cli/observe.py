@@ -10,7 +10,7 @@ import numpy as np
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``observe`` subcommand and its options."""
     p = sub.add_parser("observe", help="depth-initialize a configured decoder and observe "
                        "its residual health", description="Depth-initialize the decoder CONFIG.json "

@@ -5,13 +5,14 @@ import argparse
 import sys
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``report`` subcommand and its options."""
-    p = sub.add_parser("report", help="one self-contained HTML page of a depth-check, sweep, train or observe output",
+    p = sub.add_parser("report",
+                       help="one self-contained HTML page of a depth-check, sweep, train or observe output",
                        description="Turns the output directory of 'pydepth depth-check', 'sweep', 'train' or "
-                       "'observe --format json --output DIR/NAME.json' into one HTML file: figures inline as SVG, the tables, "
-                       "the run's specification and versions, this machine's 'verify' status and how to read "
-                       "it. The page loads nothing from the network. Needs the 'plot' extra "
+                       "'observe --format json --output DIR/NAME.json' into one HTML file: figures inline as SVG, "
+                       "the tables, the run's specification and versions, this machine's 'verify' status and how "
+                       "to read it. The page loads nothing from the network. Needs the 'plot' extra "
                        "(pip install 'pydepth[plot]'; 'sweep' too for sweep and depth-check outputs).")
     p.add_argument("directory", metavar="DIR", help="the output directory of a pydepth command")
     p.add_argument("--out", metavar="FILE.html", default=None,

@@ -81,7 +81,7 @@ def missing_extra(plots: bool) -> bool:
     return plots and _args.plot_missing()
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``sweep`` subcommand and its options."""
     p = sub.add_parser("sweep", help="residual health over depths, widths, seeds, policies and steps (Dask)",
                        description="Runs one cell per (depth, width, seed, policy), observes residual "

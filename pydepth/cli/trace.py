@@ -8,7 +8,7 @@ import sys
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``trace`` subcommand and its options."""
     p = sub.add_parser("trace", help="export one fixture in the pydepth-reference-trace-v1 schema",
                        description="Export every value of one initialized decoder and its control "

@@ -8,7 +8,7 @@ import sys
 from . import _args
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``verify`` subcommand and its options."""
     p = sub.add_parser("verify", help="check the bit-exactness claim on this machine (public fixtures)",
                        description="Recomputes every traced value of the reference trace fixtures shipped "
@@ -22,7 +22,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="worker threads for the run (results never depend on it)")
 
 
-def _write(out: "object", result: "object", unit: str) -> bool:
+def _write(out: object, result: object, unit: str) -> bool:
     """One PASS/FAIL line; True when the fixture passed."""
     if result.passed:
         out.write(f"PASS {result.fixture_id}: {result.checked} values {unit}\n")

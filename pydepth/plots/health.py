@@ -60,7 +60,8 @@ def report_figure(report: ReportLike, *, control: Optional[ReportLike] = None,
         plot_ratios(ax, [(name, [s["site"] for s in d["sites"]], [s[key] for s in d["sites"]])
                          for name, d in series],
                     low_high, ylabel=ylabel, title=panel_title, n_sites=len(labels), site_labels=labels)
-    fig.suptitle(wrap_title(title) if title else figure_title(model=model, depth=_depth(labels), seed=seed, policy=policy))
+    fig.suptitle(wrap_title(title) if title
+                 else figure_title(model=model, depth=_depth(labels), seed=seed, policy=policy))
     return fig
 
 

@@ -53,7 +53,8 @@ def pyplot() -> Any:
     return plt
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, *, panel_size: Tuple[float, float] = (5.8, 4.4)) -> Tuple[Any, List[Any]]:
+def new_figure(ncols: int = 1, nrows: int = 1, *,
+               panel_size: Tuple[float, float] = (5.8, 4.4)) -> Tuple[Any, List[Any]]:
     """A figure with constrained layout and ``nrows x ncols`` panels (returned as a flat list)."""
     plt = pyplot()
     fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
@@ -77,7 +78,7 @@ def ratio_axis(ax: Any, label: str, values: Iterable[float], band: Sequence[floa
     finite = [v for v in values if v > 0.0 and math.isfinite(v)]
     low, high = float(band[0]), float(band[1])
     lo = min(finite + ([low] if low > 0.0 else []) or [1.0])
-    hi = max(finite + [high])
+    hi = max([*finite, high])
     pad = (hi / lo) ** 0.12 if hi > lo else 10.0
     if axis == "y":
         ax.set_yscale("log")

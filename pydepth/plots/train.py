@@ -60,7 +60,7 @@ def training_figure(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict
     xs = [r["step"] - 1 for r in steps]
     ys = [r["loss"] for r in steps]
     if observations and (not xs or observations[-1]["step"] > xs[-1]):
-        xs, ys = xs + [observations[-1]["step"]], ys + [observations[-1]["loss"]]
+        xs, ys = [*xs, observations[-1]["step"]], [*ys, observations[-1]["loss"]]
     loss_ax.plot(xs, ys, "-", color="tab:blue", linewidth=1, marker="." if len(xs) <= 50 else None)
     _step_axis(loss_ax, xs)
     loss_ax.set_ylabel("mean next-byte loss (nats)")

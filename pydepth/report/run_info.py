@@ -42,7 +42,8 @@ def verify_section() -> Section:
         failed += not result.passed
         rows.append((result.fixture_id, "matches" if result.passed else "DIFFERS",
                      result.checked, result.differing, result.first_difference or ""))
-    verdict = ('<p class="pass">Every public trace fixture is bit-exact and every published table number is reproduced on this machine.</p>' if not failed else
+    verdict = ('<p class="pass">Every public trace fixture is bit-exact and every published table number is '
+               'reproduced on this machine.</p>' if not failed else
                f'<p class="fail">{failed} of {len(rows)} fixtures differ on this machine: its numbers are '
                "not the reference's.</p>")
     return Section("pydepth verify on this machine", verdict + table_html(

@@ -33,14 +33,15 @@ def observe_sections(directory: pathlib.Path) -> List[Section]:
     doc = read_json(find_observe_document(directory))
     control = (doc.get("same_base_unscaled_control") or {}).get("report")
     run = [(k, json.dumps(v)) for k, v in doc.items() if k not in ("report", "record", "same_base_unscaled_control")]
+    title = describe_config(doc["config"]) if "config" in doc else None
     sections = [Section("Run", table_html(("field", "value"), run)),
-                Section("Figure", figure_html(report_figure(doc["report"], control=control,
-                                                            title=describe_config(doc["config"]) if "config" in doc else None),
+                Section("Figure", figure_html(report_figure(doc["report"], control=control, title=title),
                                               "Residual ratios by site; the control, if observed, is overlaid."))]
     sections.append(Section("Sites", f"<p>{_outside(doc['report'])} ratios outside the band.</p>"
                             + table_html(_SITE_HEADER, _site_rows(doc["report"]))))
     if control is not None:
-        sections.append(Section("Sites of the same-base unscaled control", table_html(_SITE_HEADER, _site_rows(control))))
+        sections.append(Section("Sites of the same-base unscaled control",
+                                table_html(_SITE_HEADER, _site_rows(control))))
     return sections
 
 
@@ -66,8 +67,8 @@ def train_sections(directory: pathlib.Path) -> List[Section]:
     rows = [(o["step"], _num(o["loss"]), _num(max(s["activation_ratio"] for s in o["report"]["sites"])),
              _num(max(s["adjoint_ratio"] for s in o["report"]["sites"])), _outside(o["report"]))
             for o in observations]
-    loss = f"<p>{len(steps)} steps; loss {_num(steps[0]['loss'])} at the first, {_num(steps[-1]['loss'])} at the last.</p>" \
-        if steps else "<p>No step was logged.</p>"
+    loss = (f"<p>{len(steps)} steps; loss {_num(steps[0]['loss'])} at the first, "
+            f"{_num(steps[-1]['loss'])} at the last.</p>") if steps else "<p>No step was logged.</p>"
     return [Section("Run", table_html(("setting", "value"), _train_settings(directory))),
             Section("Figure", figure_html(training_figure(steps, observations),
                                           "Loss per step and each site's ratios at the observed steps.")),
@@ -102,7 +103,8 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
         sections.append(Section("Figures", _sweep_figures(directory, table, steps, band)))
     summary = directory / "summary.txt"
     text = summary.read_text(encoding="utf-8") if summary.is_file() else "\n".join(summary_lines(steps, band))
-    sections.append(Section("Summary", f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps.</p>" + pre_html(text)))
+    sections.append(Section("Summary",
+                            f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps.</p>" + pre_html(text)))
     return sections
 
 

@@ -36,7 +36,7 @@ class Progress:
         rate = self.done / self.elapsed if self.elapsed > 0 else 0.0
         left = (todo - self.done) / rate if rate > 0 else float("nan")
         frac = (self.skipped + self.done) / self.total if self.total else 1.0
-        bar = "#" * int(round(24 * frac))
+        bar = "#" * round(24 * frac)
         eta = f"{left:.0f} s left" if left == left else "time left unknown"
         skipped = f" ({self.skipped} resumed)" if self.skipped else ""
         return (f"{self.label} [{bar:<24}] {self.skipped + self.done}/{self.total} cells{skipped}, "

@@ -239,7 +239,7 @@ class SweepSpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SweepSpec":
+    def from_dict(cls, d: Mapping[str, Any]) -> SweepSpec:
         """Builds a spec from :meth:`to_dict` output (or a hand-written JSON object)."""
         if not isinstance(d, Mapping):
             raise SweepSpecError(f"a sweep spec must be a JSON object, got {type(d).__name__}")
@@ -253,7 +253,7 @@ class SweepSpec:
         return cls(**dict(d))
 
     @classmethod
-    def from_json_file(cls, path: str) -> "SweepSpec":
+    def from_json_file(cls, path: str) -> SweepSpec:
         """Reads a spec from a JSON file."""
         try:
             with open(path) as fh:
@@ -262,7 +262,7 @@ class SweepSpec:
             raise SweepSpecError(f"{path}: not JSON ({err})") from None
         return cls.from_dict(data)
 
-    def replace(self, **changes: Any) -> "SweepSpec":
+    def replace(self, **changes: Any) -> SweepSpec:
         """A new spec with some fields changed (validated again)."""
         d = self.to_dict()
         unknown = sorted(set(changes) - set(d))

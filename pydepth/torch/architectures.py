@@ -422,7 +422,7 @@ def _try(spec: ArchitectureSpec, module: nn.Module) -> Union[str, DecoderLayout,
         if children is None:
             continue
         parts: List[_Layer] = []
-        for index, (key, layer) in enumerate(children):  # depth position, not the key
+        for key, layer in children:  # in depth order; the key names it
             part = _match_layer(spec, f"{path}.{key}", layer)
             if isinstance(part, str):
                 reason = f"{path}.{key}: {part}"
@@ -461,7 +461,7 @@ def _found_summary(module: nn.Module) -> str:
     return found
 
 
-def _resolve_specs(architecture: Union[None, str, ArchitectureSpec]) -> Sequence[ArchitectureSpec]:
+def _resolve_specs(architecture: Union[str, ArchitectureSpec, None]) -> Sequence[ArchitectureSpec]:
     if architecture is None:
         return ARCHITECTURES
     if isinstance(architecture, ArchitectureSpec):
@@ -471,7 +471,7 @@ def _resolve_specs(architecture: Union[None, str, ArchitectureSpec]) -> Sequence
     raise ArchitectureError(f"architecture must be a name or an ArchitectureSpec, got {type(architecture).__name__}")
 
 
-def find_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec] = None) -> DecoderLayout:
+def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None] = None) -> DecoderLayout:
     """The decoder layout of ``module``: the first recognized architecture, or the one named.
 
     Raises :class:`pydepth.ArchitectureError` saying what was found, why the nearest specs did
@@ -493,7 +493,7 @@ def find_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSp
         f"architectures: {', '.join(a.name for a in ARCHITECTURES)}. For another model, {_SPEC_HELP}")
 
 
-def _compile_patterns(patterns: Sequence[str]) -> List["re.Pattern[str]"]:
+def _compile_patterns(patterns: Sequence[str]) -> List[re.Pattern[str]]:
     if isinstance(patterns, str) or not patterns:
         raise ArchitectureError(f"patterns must be a non-empty sequence of regular expressions, got {patterns!r}")
     compiled = []
@@ -554,7 +554,7 @@ def spec_named(name: str) -> ArchitectureSpec:
     return _BY_NAME[name]
 
 
-def resolve_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec],
+def resolve_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None],
                    patterns: Optional[Sequence[str]], depth: Optional[int]) -> DecoderLayout:
     """The layout from explicit patterns when given, else from the module's structure; a
     ``depth`` that differs from the layers found raises :class:`pydepth.ScalingSchemeError`."""

@@ -163,7 +163,7 @@ def _chosen_scheme(scheme: Optional[Scheme], recorded: Sequence[Dict[str, Any]],
 
 def audit_initialization(module: nn.Module, scheme: Optional[Scheme] = None,
                          base_std: Optional[float] = None, *,
-                         architecture: Union[None, str, ArchitectureSpec] = None,
+                         architecture: Union[str, ArchitectureSpec, None] = None,
                          patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                          tolerance: float = 0.2) -> InitializationAudit:
     """Compares every weight tensor's scale with ``scheme``'s prediction and names the known

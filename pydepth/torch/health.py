@@ -113,7 +113,7 @@ class _Capture:
         leaf = h.detach().requires_grad_(True)  # frozen embeddings: the site becomes a leaf
         self._put(0, leaf)
         if where == "arg":
-            return (leaf,) + tuple(args[1:]), kwargs
+            return (leaf, *args[1:]), kwargs
         return args, {**kwargs, where: leaf}
 
     def install(self) -> None:
@@ -369,7 +369,7 @@ class SiteProbe:
 
 
 def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attention_mask: Any = None,
-                architecture: Union[None, str, ArchitectureSpec] = None) -> SiteProbe:
+                architecture: Union[str, ArchitectureSpec, None] = None) -> SiteProbe:
     """Runs one hooked forward of ``module``'s own loss and differentiates it with respect to the
     residual sites only (see :func:`observe_residual_health` for the arguments and refusals)."""
     if not isinstance(module, nn.Module):
@@ -403,7 +403,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
 
 def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = None, *,
                             attention_mask: Any = None,
-                            architecture: Union[None, str, ArchitectureSpec] = None,
+                            architecture: Union[str, ArchitectureSpec, None] = None,
                             band: Any = None) -> DepthHealthReport:
     """Activation RMS and completed mean-loss adjoint RMS at every residual site of ``module``.
 

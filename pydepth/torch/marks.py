@@ -48,11 +48,11 @@ def recorded_scalings(module: nn.Module, parameters: Sequence[nn.Parameter]) -> 
 def leave_mark(module: nn.Module, parameters: Sequence[nn.Parameter], record: Any) -> None:
     """Records ``record`` (a :class:`DepthScalingRecord`) on the module, its parameters and its
     Hugging Face config."""
-    object.__setattr__(module, _MODULE_ATTRIBUTE, module_records(module) + (record,))
+    object.__setattr__(module, _MODULE_ATTRIBUTE, (*module_records(module), record))
     summary = record.summary()
     for p in parameters:
         setattr(p, _PARAMETER_ATTRIBUTE, summary)
     cfg = _hf_config(module)
     if cfg is not None:
         stored: List[Dict[str, Any]] = list(getattr(cfg, CONFIG_KEY, None) or [])
-        setattr(cfg, CONFIG_KEY, stored + [summary])
+        setattr(cfg, CONFIG_KEY, [*stored, summary])

@@ -76,8 +76,8 @@ class DepthScalingRecord:
                 f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
         body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
                  f"{t.std_after:.6g}") for t in self.tensors]
-        return "\n".join([head] + format_table(("tensor", "role", "layer", "factor", "scale before",
-                                                  "scale after"), body))
+        return "\n".join([head, *format_table(("tensor", "role", "layer", "factor", "scale before",
+                                                   "scale after"), body)])
 
 
 def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:
@@ -112,7 +112,7 @@ def _multiply(p: ResidualProjection, factor: float) -> None:
 
 
 def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
-                        architecture: Union[None, str, ArchitectureSpec] = None,
+                        architecture: Union[str, ArchitectureSpec, None] = None,
                         patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                         force: bool = False) -> DepthScalingRecord:
     """Multiplies every residual output of ``module`` in place (under ``no_grad``) by its layer's
