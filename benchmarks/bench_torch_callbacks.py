@@ -99,7 +99,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"CPU {cpu_name()}, {os.cpu_count()} logical CPUs, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; float32, train mode, batch {args.batch} x {args.tokens} tokens", flush=True)
+          f"{torch.get_num_threads()} threads; float32, train mode, batch {args.batch} x {args.tokens} tokens",
+          flush=True)
     print("| model | parameters | train step median (ms) | observation median (ms) | observation / step |")
     print("|---|---|---|---|---|")
     results = {}

@@ -11,11 +11,11 @@ import pathlib
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
+import torch
+import transformers
 
-import pydepth.torch as pt  # noqa: E402
-from pydepth.torch.callbacks import HealthMonitor, JsonLinesSink, TensorBoardSink  # noqa: E402
+import pydepth.torch as pt
+from pydepth.torch.callbacks import HealthMonitor, JsonLinesSink, TensorBoardSink
 
 
 def llama(scaled):
@@ -37,7 +37,7 @@ def sinks(out, name):
     except ImportError:
         return found, None
     writer = SummaryWriter(str(out / name))
-    return found + [TensorBoardSink(writer)], writer
+    return [*found, TensorBoardSink(writer)], writer
 
 
 def main():
@@ -69,7 +69,7 @@ def main():
             if m is not None:
                 print(f"{monitor.last_step:>5} {name:>13} {loss.item():7.4f} {m['residual/activation_ratio_max']:8.3f} "
                       f"{m['residual/adjoint_ratio_max']:8.3f} {int(m['residual/out_of_band']):>11}")
-    for name, (_, _, monitor, writer) in runs.items():
+    for _, _, monitor, writer in runs.values():
         monitor.close()
         if writer is not None:
             writer.close()

@@ -10,12 +10,12 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-import transformers  # noqa: E402
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import transformers
 
-from pydepth.torch.callbacks import HealthMonitor, JsonLinesSink  # noqa: E402
+from pydepth.torch.callbacks import HealthMonitor, JsonLinesSink
 
 STEPS, EVERY, ROWS = 6, 2, 4
 
@@ -35,7 +35,7 @@ def data():
 
 
 def train(module, monitors, rows):
-    held, batches = data()
+    _, batches = data()
     opt = torch.optim.SGD(module.parameters(), lr=0.5)
     for ids in batches:
         part = ids[rows]

@@ -191,7 +191,7 @@ def test_bad_settings_are_refused_with_typed_errors_naming_the_value():
         HealthMonitor(model, batch={"ids": torch.zeros(1, 3, dtype=torch.long)})
     with pytest.raises(ArgumentTypeError, match="a sink needs write"):
         HealthMonitor(model, sinks=[42])
-    with pytest.raises(ArgumentTypeError, match="model must be a torch.nn.Module, got dict"):
+    with pytest.raises(ArgumentTypeError, match=r"model must be a torch\.nn\.Module, got dict"):
         HealthMonitor({}, every=1)
     with pytest.raises(ArgumentTypeError, match="writer must have add_scalar"):
         TensorBoardSink(object())

@@ -77,10 +77,11 @@ def outlier_figure():
     (scaled, s_acts, s_adj), (control, c_acts, c_adj) = observe(32, 16, 4701, ids)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     sites = np.arange(len(s_acts))
-    for acts, adj, style, name in ((s_acts, s_adj, "-", "depth-scaled"), (c_acts, c_adj, "--", "unscaled control")):
+    for acts, adj, style in ((s_acts, s_adj, "-"), (c_acts, c_adj, "--")):
         for pos, color in zip(range(4), ("tab:red", "tab:blue", "tab:green", "tab:purple")):
             axes[0].plot(sites, [np.sqrt(np.mean(a[0, pos] ** 2)) for a in acts], style, color=color,
-                         label=f"position {pos}" + (" (dashed: unscaled control)" if pos == 0 else "") if style == "-" else None)
+                         label=(f"position {pos}" + (" (dashed: unscaled control)" if pos == 0 else ""))
+                         if style == "-" else None)
             axes[1].plot(sites, [np.sqrt(np.mean(g[0, pos] ** 2)) for g in adj], style, color=color)
     axes[0].set_ylabel("residual RMS of one position")
     axes[1].set_ylabel("mean-loss adjoint RMS of one position")
@@ -90,7 +91,8 @@ def outlier_figure():
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize="small")
     fig.suptitle("Seed 4701, tokens 0 99 100 101, 32 blocks of width 16: position 0's adjoint under the "
-                 f"depth policy (max G ratio {scaled.adjoint_ratio_range[1]:.0f} vs {control.adjoint_ratio_range[1]:.0f})")
+                 f"depth policy (max G ratio {scaled.adjoint_ratio_range[1]:.0f} vs "
+                 f"{control.adjoint_ratio_range[1]:.0f})")
     return fig
 
 

@@ -34,7 +34,7 @@ class HealthTrainerCallback(_transformers.TrainerCallback):
 
     def __init__(self, every: int = 100, batch: Any = STEP, *, sinks: Any = None,
                  band: Optional[Sequence[float]] = None,
-                 architecture: Union[None, str, ArchitectureSpec] = None, prefix: str = "residual",
+                 architecture: Union[str, ArchitectureSpec, None] = None, prefix: str = "residual",
                  per_site: bool = True, rank_zero_only: bool = True) -> None:
         self.monitor = HealthMonitor(nn.Module(), every, batch, sinks=sinks, band=band,
                                      architecture=architecture, prefix=prefix, per_site=per_site,

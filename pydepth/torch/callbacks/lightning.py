@@ -54,7 +54,7 @@ class HealthLightningCallback(_Callback):
     def __init__(self, every: int = 100, batch: Any = STEP, *, module: ModuleChoice = None,
                  inputs: Optional[Callable[[Any], Any]] = None, sinks: Any = None,
                  log_to_trainer: bool = True, band: Optional[Sequence[float]] = None,
-                 architecture: Union[None, str, ArchitectureSpec] = None, prefix: str = "residual",
+                 architecture: Union[str, ArchitectureSpec, None] = None, prefix: str = "residual",
                  per_site: bool = True, rank_zero_only: bool = True) -> None:
         super().__init__()
         if inputs is not None and not callable(inputs):

@@ -65,7 +65,7 @@ class HealthMonitor:
 
     def __init__(self, model: nn.Module, every: int = 100, batch: Any = STEP, *, sinks: Any = None,
                  band: Optional[Sequence[float]] = None,
-                 architecture: Union[None, str, ArchitectureSpec] = None, prefix: str = "residual",
+                 architecture: Union[str, ArchitectureSpec, None] = None, prefix: str = "residual",
                  per_site: bool = True, rank_zero_only: bool = True) -> None:
         if not isinstance(model, nn.Module):
             raise ArgumentTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")

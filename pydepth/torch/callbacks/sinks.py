@@ -85,7 +85,7 @@ class JsonLinesSink:
     is opened for appending at the first write (a process that never observes creates no file)
     and closed by :meth:`close`; an open text stream is written to and left open."""
 
-    def __init__(self, target: Union[str, "os.PathLike[str]", IO[str]]) -> None:
+    def __init__(self, target: Union[str, os.PathLike[str], IO[str]]) -> None:
         self._path: Optional[str] = None
         self._file: Optional[IO[str]] = None
         if isinstance(target, (str, os.PathLike)):
@@ -98,8 +98,8 @@ class JsonLinesSink:
     def write(self, metrics: Metrics, step: int) -> None:
         """Writes and flushes one line."""
         row = {"step": int(step), **{k: _json_number(float(v)) for k, v in metrics.items()}}
-        if self._file is None or self._path is not None and self._file.closed:
-            self._file = open(self._path, "a", encoding="utf-8")  # type: ignore[arg-type]
+        if self._file is None or (self._path is not None and self._file.closed):
+            self._file = open(self._path, "a", encoding="utf-8")  # type: ignore[arg-type]  # noqa: SIM115 -- kept open across writes, closed by close()
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
 
