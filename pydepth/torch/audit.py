@@ -11,94 +11,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
 from .._checks import as_positive_finite
+from .._schemes import VERDICTS, AuditRow, InitializationAudit, audit_verdict
 from ..errors import ScalingSchemeError
 from .architectures import ArchitectureSpec
 from .scaling import Scheme, resolve_layout, scheme_factors, scheme_name, tensor_std
 
 __all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization"]
-
-#: Verdicts, in the order they are tried for a residual output projection.
-VERDICTS: Tuple[str, ...] = ("ok", "unscaled", "double-scaled", "off")
-
-
-@dataclass(frozen=True)
-class AuditRow:
-    """One weight matrix: role (``residual-output``, ``embedding`` or ``matrix``), layer (residual
-    outputs only), measured and expected standard deviation, their ratio and the verdict."""
-
-    name: str
-    role: str
-    layer: Optional[int]
-    measured_std: float
-    expected_std: float
-    ratio: float
-    verdict: str
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class InitializationAudit:
-    """The audit of one module under one scheme; ``rows`` in ``named_parameters()`` order."""
-
-    architecture: str
-    scheme: str
-    depth: int
-    base_source: str
-    tolerance: float
-    rows: Tuple[AuditRow, ...]
-
-    @property
-    def findings(self) -> Tuple[AuditRow, ...]:
-        """Rows whose verdict is not ``ok``."""
-        return tuple(r for r in self.rows if r.verdict != "ok")
-
-    @property
-    def ok(self) -> bool:
-        """Whether every row's verdict is ``ok``."""
-        return not self.findings
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
-                "base_source": self.base_source, "tolerance": self.tolerance, "ok": self.ok,
-                "rows": [r.to_dict() for r in self.rows]}
-
-    def to_table(self) -> str:
-        """A plain-text table for people."""
-        from ..health import format_table
-        lines = [f"initialization audit: scheme {self.scheme}, {self.architecture}, {self.depth} layers, "
-                 f"base std from {self.base_source}, tolerance {self.tolerance:g} (relative)"]
-        body = [(r.name, r.role, f"{r.measured_std:.6g}", f"{r.expected_std:.6g}", f"{r.ratio:.4f}",
-                 r.verdict) for r in self.rows]
-        lines += format_table(("tensor", "role", "measured std", "expected std", "ratio", "verdict"), body)
-        counts = {v: sum(r.verdict == v for r in self.rows) for v in VERDICTS}
-        lines.append("all matrices as the scheme predicts" if self.ok else
-                     "FINDINGS: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n and v != "ok"))
-        return "\n".join(lines)
-
-
-def _near(ratio: float, target: float, tolerance: float) -> bool:
-    return abs(math.log(ratio / target)) <= math.log1p(tolerance)
-
-
-def _verdict(ratio: float, factor: Optional[float], tolerance: float) -> str:
-    if _near(ratio, 1.0, tolerance):
-        return "ok"
-    if factor is not None:
-        if _near(ratio, 1.0 / factor, tolerance):  # measured ~ base: the factor was skipped
-            return "unscaled"
-        if _near(ratio, factor, tolerance):  # measured ~ base * factor**2
-            return "double-scaled"
-    return "off"
 
 
 def _positive(name: str, value: Any) -> float:
@@ -155,5 +78,5 @@ def audit_initialization(module: nn.Module, scheme: Scheme = "1/sqrt(L)",
         role = ("residual-output" if proj is not None else
                 "embedding" if id(p) in embeddings else "matrix")
         rows.append(AuditRow(n, role, proj.layer if proj is not None else None, measured[n],
-                             expected, ratio, _verdict(ratio, factor, tol) if ratio > 0.0 else "off"))
+                             expected, ratio, audit_verdict(ratio, factor, tol)))
     return InitializationAudit(layout.architecture, name, layout.depth, source, tol, tuple(rows))

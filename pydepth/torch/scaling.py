@@ -1,123 +1,29 @@
 """Depth scaling of the residual output projections of any recognized decoder, in place, once.
 
 The schemes the field uses differ in formula and in the tensors they touch; here the tensors
-come from :mod:`.architectures` and the formula from :func:`scheme_factors`:
-
-* ``"1/sqrt(L)"`` — this project's policy (chapter 6), the same factor as
-  :class:`pydepth.DepthScalePolicy`;
-* ``"1/sqrt(2L)"`` — GPT-2, nanoGPT, Megatron (two residual additions per layer);
-* ``"per-layer"`` — ``1/sqrt(2(l+1))`` for layer ``l`` (0-based): torchtitan's depth init and
-  OLMo's "mitchell" init;
-* a callable ``(layer_index, depth) -> factor``.
+come from :mod:`.architectures` and the formula from :func:`pydepth._schemes.scheme_factors`
+(shared with the JAX bridge).
 """
 from __future__ import annotations
 
-import math
-import numbers
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
 
+from .._schemes import SCHEMES, DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import AlreadyScaledError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, find_layout, layout_from_patterns
 
 __all__ = ["SCHEMES", "Scheme", "scheme_factors", "scheme_name", "tensor_std", "ScaledTensor",
            "DepthScalingRecord", "apply_depth_scaling", "scaling_history"]
 
-#: The named schemes; a callable ``(layer_index, depth) -> factor`` is accepted as well.
-SCHEMES: Tuple[str, ...] = ("1/sqrt(L)", "1/sqrt(2L)", "per-layer")
-
-Scheme = Union[str, Callable[[int, int], float]]
-
 _MARKER = "_pydepth_depth_scaling"  # module attribute holding the records of applied scalings
-
-
-def scheme_name(scheme: Scheme) -> str:
-    """The scheme's name (a callable's qualified name)."""
-    if isinstance(scheme, str):
-        if scheme not in SCHEMES:
-            raise ScalingSchemeError(f"unknown scheme {scheme!r}; use one of {list(SCHEMES)} or a "
-                                     "callable (layer_index, depth) -> factor")
-        return scheme
-    if callable(scheme):
-        return f"callable {getattr(scheme, '__qualname__', type(scheme).__name__)}"
-    raise ScalingSchemeError(f"scheme must be one of {list(SCHEMES)} or a callable, got {scheme!r}")
-
-
-def scheme_factors(scheme: Scheme, depth: int) -> Tuple[float, ...]:
-    """The factor of every layer ``0 .. depth-1`` under ``scheme``; each is checked positive and
-    finite (:class:`pydepth.ScalingSchemeError` names the layer and the value otherwise)."""
-    scheme_name(scheme)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
-        raise ScalingSchemeError(f"depth must be a positive integer, got {depth!r}")
-    out: List[float] = []
-    for layer in range(depth):
-        if scheme == "1/sqrt(L)":
-            f: Any = 1.0 / math.sqrt(float(depth))
-        elif scheme == "1/sqrt(2L)":
-            f = 1.0 / math.sqrt(2.0 * float(depth))
-        elif scheme == "per-layer":
-            f = 1.0 / math.sqrt(2.0 * float(layer + 1))
-        else:
-            f = scheme(layer, depth)  # type: ignore[operator]
-        if isinstance(f, bool) or not isinstance(f, numbers.Real):
-            raise ScalingSchemeError(f"scheme {scheme_name(scheme)} gave {f!r} for layer {layer}; "
-                                     "a factor must be a real number")
-        f = float(f)
-        if not (math.isfinite(f) and f > 0.0):
-            raise ScalingSchemeError(f"scheme {scheme_name(scheme)} gave factor {f!r} for layer {layer} "
-                                     f"of {depth}; a factor must be positive and finite")
-        out.append(f)
-    return tuple(out)
 
 
 def tensor_std(tensor: torch.Tensor) -> float:
     """Population standard deviation of all elements, computed in float64."""
     return float(tensor.detach().to(torch.float64).std(correction=0))
-
-
-@dataclass(frozen=True)
-class ScaledTensor:
-    """One scaled tensor: name, layer, role, factor and standard deviation before and after."""
-
-    name: str
-    layer: int
-    role: str
-    factor: float
-    std_before: float
-    std_after: float
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class DepthScalingRecord:
-    """What :func:`apply_depth_scaling` did: architecture, scheme, depth and every tensor."""
-
-    architecture: str
-    scheme: str
-    depth: int
-    tensors: Tuple[ScaledTensor, ...]
-    forced: bool = False
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
-                "forced": self.forced, "tensors": [t.to_dict() for t in self.tensors]}
-
-    def to_table(self) -> str:
-        """A plain-text table for people."""
-        from ..health import format_table
-        head = (f"depth scaling {self.scheme} on {self.architecture}, {self.depth} layers, "
-                f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
-        body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
-                 f"{t.std_after:.6g}") for t in self.tensors]
-        return "\n".join([head] + format_table(("tensor", "role", "layer", "factor", "std before",
-                                                  "std after"), body))
 
 
 def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:
