@@ -1,0 +1,297 @@
+"""Tiny float64 decoders in Flax Linen, Flax NNX and Equinox, each unrolled and scanned, for the
+JAX bridge's tests. Every block takes an optional explicit perturbation ``eps`` [3, *x] added at
+its input, to its attention output and to its output, and then also returns the three site
+activations: the brute-force reference differentiates the loss with respect to ``eps``."""
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_enable_x64", True)
+
+import equinox as eqx  # noqa: E402
+import flax.linen as nn  # noqa: E402
+from flax import nnx  # noqa: E402
+
+F64 = jnp.float64
+V, W, HEADS, FF, T, B = 11, 8, 2, 16, 5, 2
+
+
+def rms_norm(x, gain):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * gain
+
+
+def attend(x, wq, wk, wv, wo):
+    """Causal multi-head attention on [..., T, W]."""
+    def heads(a):
+        return a.reshape(a.shape[:-1] + (HEADS, W // HEADS))
+    q, k, v = heads(x @ wq), heads(x @ wk), heads(x @ wv)
+    s = jnp.einsum("...qhd,...khd->...hqk", q, k) / jnp.sqrt(W / HEADS)
+    n = x.shape[-2]
+    s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
+    o = jnp.einsum("...hqk,...khd->...qhd", jax.nn.softmax(s, axis=-1), v)
+    return o.reshape(x.shape) @ wo
+
+
+def feed_forward(x, wi, wo):
+    return jax.nn.silu(x @ wi) @ wo
+
+
+def block_math(x, eps, attention, ffn, norm1, norm2):
+    """Pre-norm block; with ``eps`` the three perturbed sites are returned too."""
+    if eps is not None:
+        x = x + eps[0]
+    a = attention(norm1(x))
+    if eps is not None:
+        a = a + eps[1]
+    mid = x + a
+    out = mid + ffn(norm2(mid))
+    if eps is not None:
+        out = out + eps[2]
+        return out, jnp.stack([x, mid, out])
+    return out, None
+
+
+def cross_entropy(logits, tokens):
+    logp = jax.nn.log_softmax(logits[..., :-1, :], axis=-1)
+    picked = jnp.take_along_axis(logp, tokens[..., 1:, None], axis=-1)
+    return -jnp.mean(picked)
+
+
+def tokens(seed=0, batch=B):
+    return jax.random.randint(jax.random.PRNGKey(seed), (batch, T), 0, V)
+
+
+# ------------------------------------------------------------------ Flax Linen
+def _dense(features, name):
+    return nn.Dense(features, use_bias=False, param_dtype=F64, dtype=F64, name=name,
+                    kernel_init=nn.initializers.normal(0.3))
+
+
+class LinenAttention(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return attend(x, *(self.param(n, nn.initializers.normal(0.3), (W, W), F64)
+                           for n in ("query", "key", "value", "out")))
+
+
+class LinenBlock(nn.Module):
+    @nn.compact
+    def __call__(self, x, eps=None):
+        n1 = nn.RMSNorm(param_dtype=F64, dtype=F64, name="attention_norm")
+        n2 = nn.RMSNorm(param_dtype=F64, dtype=F64, name="mlp_norm")
+        att = LinenAttention(name="attention")
+        wi, wo = _dense(FF, "wi"), _dense(W, "wo")
+        return block_math(x, eps, att, lambda h: wo(jax.nn.silu(wi(h))), n1, n2)
+
+
+class LinenScannedBlock(LinenBlock):
+    """The scan body: (carry, eps slice) -> (carry, sites)."""
+
+
+class LinenDecoder(nn.Module):
+    """Unrolled (``layers_0``, ...) or MaxText-like scanned (``nn.remat`` + ``nn.scan`` with
+    ``param_scan_axis=1``)."""
+    layers: int = 3
+    scanned: bool = False
+
+    @nn.compact
+    def __call__(self, toks, eps=None):
+        embed = nn.Embed(V, W, param_dtype=F64, dtype=F64, name="embed",
+                         embedding_init=nn.initializers.normal(1.0))
+        x = embed(toks)
+        if self.scanned:
+            body = nn.remat(LinenScannedBlock, prevent_cse=False)
+            stack = nn.scan(body, variable_axes={"params": 1}, split_rngs={"params": True},
+                            in_axes=0, length=self.layers, metadata_params={nn.PARTITION_NAME: "layers"})
+            x, sites = stack(name="decoder")(x, eps)
+        else:
+            sites = []
+            for i in range(self.layers):
+                x, s = LinenBlock(name=f"layers_{i}")(x, None if eps is None else eps[i])
+                sites.append(s)
+            sites = None if eps is None else jnp.stack(sites)
+        x = nn.RMSNorm(param_dtype=F64, dtype=F64, name="final_norm")(x)
+        return embed.attend(x), sites
+
+
+def linen_model(scanned, layers=3, seed=0):
+    model = LinenDecoder(layers=layers, scanned=scanned)
+    variables = model.init(jax.random.PRNGKey(seed), tokens())
+
+    def loss_fn(v, toks):
+        logits, _ = model.apply(v, toks)
+        return cross_entropy(logits, toks)
+
+    def reference(v, toks, eps):
+        logits, sites = model.apply(v, toks, eps)
+        return cross_entropy(logits, toks), sites
+    return model, variables, loss_fn, reference
+
+
+# ------------------------------------------------------------------ Flax NNX
+class NnxAttention(nnx.Module):
+    def __init__(self, rngs):
+        self.query, self.key, self.value, self.out = (
+            nnx.Linear(W, W, use_bias=False, param_dtype=F64, dtype=F64, rngs=rngs,
+                       kernel_init=nnx.initializers.normal(0.3)) for _ in range(4))
+
+    def __call__(self, x):
+        return attend(x, self.query.kernel.value, self.key.kernel.value, self.value.kernel.value,
+                      self.out.kernel.value)
+
+
+class NnxBlock(nnx.Module):
+    def __init__(self, rngs):
+        self.attention_norm = nnx.RMSNorm(W, param_dtype=F64, dtype=F64, rngs=rngs)
+        self.attention = NnxAttention(rngs)
+        self.mlp_norm = nnx.RMSNorm(W, param_dtype=F64, dtype=F64, rngs=rngs)
+        self.wi = nnx.Linear(W, FF, use_bias=False, param_dtype=F64, dtype=F64, rngs=rngs,
+                             kernel_init=nnx.initializers.normal(0.3))
+        self.wo = nnx.Linear(FF, W, use_bias=False, param_dtype=F64, dtype=F64, rngs=rngs,
+                             kernel_init=nnx.initializers.normal(0.3))
+
+    def __call__(self, x, eps=None):
+        return block_math(x, eps, self.attention, lambda h: self.wo(jax.nn.silu(self.wi(h))),
+                          self.attention_norm, self.mlp_norm)
+
+
+class NnxDecoder(nnx.Module):
+    """Unrolled (an ``nnx.List`` of blocks) or stacked with ``nnx.vmap`` and run with ``nnx.scan``."""
+
+    def __init__(self, layers=3, scanned=False, seed=0):
+        rngs = nnx.Rngs(seed)
+        self.scanned = scanned
+        self.embed = nnx.Embed(V, W, param_dtype=F64, dtype=F64, rngs=rngs,
+                               embedding_init=nnx.initializers.normal(1.0))
+        if scanned:
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def make(key):
+                return NnxBlock(nnx.Rngs(key))
+            self.layers = make(jax.random.split(jax.random.PRNGKey(seed + 1), layers))
+        else:
+            self.layers = nnx.List([NnxBlock(rngs) for _ in range(layers)])
+        self.final_norm = nnx.RMSNorm(W, param_dtype=F64, dtype=F64, rngs=rngs)
+
+    def __call__(self, toks, eps=None):
+        x = self.embed(toks)
+        if self.scanned:
+            @nnx.scan(in_axes=(nnx.Carry, 0, 0 if eps is not None else None), out_axes=(nnx.Carry, 0))
+            def run(h, blk, e):
+                return blk(h, e)
+            x, sites = run(x, self.layers, eps)
+        else:
+            sites = []
+            for i, blk in enumerate(self.layers):
+                x, s = blk(x, None if eps is None else eps[i])
+                sites.append(s)
+            sites = None if eps is None else jnp.stack(sites)
+        return self.embed.attend(self.final_norm(x)), sites
+
+
+def nnx_model(scanned, layers=3, seed=0):
+    model = NnxDecoder(layers, scanned, seed)
+
+    def loss_fn(m, toks):
+        return cross_entropy(m(toks)[0], toks)
+
+    def reference(m, toks, eps):
+        graphdef, state = nnx.split(m)  # a copy merged inside the caller's trace
+        logits, sites = nnx.merge(graphdef, state, copy=True)(toks, eps)
+        return cross_entropy(logits, toks), sites
+    return model, loss_fn, reference
+
+
+# ------------------------------------------------------------------ Equinox
+def _matrix(key, fan_in, fan_out):
+    return 0.3 * jax.random.normal(key, (fan_in, fan_out), dtype=F64)
+
+
+class EqxNorm(eqx.Module):
+    weight: jax.Array
+
+    def __call__(self, x):
+        return rms_norm(x, self.weight)
+
+
+class EqxAttention(eqx.Module):
+    wq: jax.Array
+    wk: jax.Array
+    wv: jax.Array
+    wo: jax.Array
+
+    def __call__(self, x):
+        return attend(x, self.wq, self.wk, self.wv, self.wo)
+
+
+class EqxBlock(eqx.Module):
+    attention_norm: EqxNorm
+    attention: EqxAttention
+    mlp_norm: EqxNorm
+    wi: jax.Array
+    wo: jax.Array
+
+    def __init__(self, key):
+        k = jax.random.split(key, 6)
+        self.attention_norm = EqxNorm(jnp.ones(W, F64))
+        self.attention = EqxAttention(*(_matrix(k[i], W, W) for i in range(4)))
+        self.mlp_norm = EqxNorm(jnp.ones(W, F64))
+        self.wi, self.wo = _matrix(k[4], W, FF), _matrix(k[5], FF, W)
+
+    def __call__(self, x, eps=None):
+        return block_math(x, eps, self.attention, lambda h: feed_forward(h, self.wi, self.wo),
+                          self.attention_norm, self.mlp_norm)
+
+
+class EqxStack(eqx.Module):
+    """Levanter-like: blocks built with ``filter_vmap`` (stacked leaves), run with ``lax.scan``."""
+    blocks: EqxBlock
+
+    def __call__(self, x, eps=None):
+        dynamic, static = eqx.partition(self.blocks, eqx.is_array)
+
+        def step(h, xs):
+            params, e = xs
+            return eqx.combine(params, static)(h, e)
+        return jax.lax.scan(step, x, (dynamic, eps))
+
+
+class EqxDecoder(eqx.Module):
+    embed: jax.Array
+    layers: object
+    final_norm: EqxNorm
+    scanned: bool = eqx.field(static=True)
+
+    def __init__(self, layers=3, scanned=False, seed=0):
+        keys = jax.random.split(jax.random.PRNGKey(seed), layers + 1)
+        self.embed = jax.random.normal(keys[0], (V, W), dtype=F64)
+        self.scanned = scanned
+        if scanned:
+            self.layers = EqxStack(eqx.filter_vmap(EqxBlock)(keys[1:]))
+        else:
+            self.layers = [EqxBlock(k) for k in keys[1:]]
+        self.final_norm = EqxNorm(jnp.ones(W, F64))
+
+    def __call__(self, toks, eps=None):
+        """One example: tokens [T] -> logits [T, V]."""
+        x = self.embed[toks]
+        if self.scanned:
+            x, sites = self.layers(x, eps)
+        else:
+            sites = []
+            for i, blk in enumerate(self.layers):
+                x, s = blk(x, None if eps is None else eps[i])
+                sites.append(s)
+            sites = None if eps is None else jnp.stack(sites)
+        return self.final_norm(x) @ self.embed.T, sites
+
+
+def eqx_model(scanned, layers=3, seed=0):
+    model = EqxDecoder(layers, scanned, seed)
+
+    def loss_fn(m, toks):
+        logits = jax.vmap(lambda t: m(t)[0])(toks)
+        return cross_entropy(logits, toks)
+
+    def reference(m, toks, eps):
+        logits, sites = jax.vmap(lambda t, e: m(t, e))(toks, eps)
+        return cross_entropy(logits, toks), sites
+    return model, loss_fn, reference
