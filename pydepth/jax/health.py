@@ -18,7 +18,8 @@ import jax
 import numpy as np
 
 from ..errors import ArgumentTypeError, SiteSpecError
-from ..health import BandLike, DepthHealthReport, check_band, health_report_from_sites
+from ..health import (BandLike, BranchHealthRow, DepthHealthReport, check_band, health_report_from_sites,
+                      valid_feature_rms)
 from ._deps import library_of, require_equinox, require_flax
 from ._taps import recording_shapes, stats_dummy_shape, tape_dummy_shape
 from .sites import ResidualSites, report_from_sums
@@ -128,9 +129,14 @@ def _tape(adapter: Any, batch: Any, jit: bool) -> SiteTape:
         raise SiteSpecError(f"the blocks saw residual shapes {found}; the tape needs one shape")
 
     def run(a: Any, b: Any) -> Any:
-        return _cotangents(adapter, a, b, tape_dummy_shape(found[0]))
+        return (_cotangents(adapter, a, b, tape_dummy_shape(found[0])),
+                _cotangents(adapter, a, b, stats_dummy_shape()))
 
-    full = np.asarray((jax.jit(run) if jit else run)(arrays, batch), dtype=np.float64)
+    full, sums = (np.asarray(v, dtype=np.float64) for v in (jax.jit(run) if jit else run)(arrays, batch))
+    if float(sums[0, 0, 2]) != float(np.prod(found[0])):  # a vmap over the batch inside the loss
+        raise SiteSpecError(f"the sites saw {int(sums[0, 0, 2])} elements in all but {int(np.prod(found[0]))} "
+                            f"per call (shape {found[0]}): the loss maps the blocks over the batch, so the tape "
+                            "would add examples together; use method='sums'")
     return SiteTape(tuple(full[:, :, 0]), tuple(full[:, :, 1]))
 
 
@@ -142,26 +148,24 @@ def residual_tape(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSit
 
 def _report_from_tape(tape: SiteTape, sites: ResidualSites, band: Tuple[float, float], gains: Any,
                       final: Tuple[float, ...]) -> DepthHealthReport:
-    from ..health import BranchHealthRow, valid_feature_rms
     attention = sites.attention is not None
-    rows = (1, 2) if attention else (2,)
-    acts = [tape.activations[0][0]] + [tape.activations[b][r] for b in range(len(tape.activations)) for r in rows]
-    grads = [tape.adjoints[0][0]] + [tape.adjoints[b][r] for b in range(len(tape.adjoints)) for r in rows]
-    flat = [a.reshape((-1, 1) + a.shape[-1:]) if a.ndim != 3 else a for a in acts]
-    flat_g = [g.reshape((-1, 1) + g.shape[-1:]) if g.ndim != 3 else g for g in grads]
-    labels = None if attention else ["input"] + [f"block.{b}.output" for b in range(len(tape.activations))]
+    layers = len(tape.activations)
+    rows = [(0, 0)] + [(b, r) for b in range(layers) for r in ((1, 2) if attention else (2,))]
+    acts = [flat_row(tape.activations[b][r]) for b, r in rows]
+    grads = [flat_row(tape.adjoints[b][r]) for b, r in rows]
+    labels = None if attention else ["input"] + [f"block.{b}.output" for b in range(layers)]
     branches: Tuple[BranchHealthRow, ...] = ()
     if attention:
-        mask = np.ones(flat[0].shape[:2], dtype=bool)
+        mask = np.ones(acts[0].shape[:2], dtype=bool)
         branch = []
-        for b in range(len(tape.activations)):
+        for b in range(layers):
             x_in, mid, out = (flat_row(tape.activations[b][r]) for r in range(3))
             branch.append(BranchHealthRow(
                 block=b, attention_output_rms=valid_feature_rms(mid - x_in, mask, what=f"block {b} attention output"),
                 feed_forward_output_rms=valid_feature_rms(out - mid, mask, what=f"block {b} feed-forward output"),
                 attention_norm_gain=gains[b][0], feed_forward_norm_gain=gains[b][1]))
         branches = tuple(branch)
-    return health_report_from_sites(flat, flat_g, None, band=band, labels=labels, branches=branches,
+    return health_report_from_sites(acts, grads, None, band=band, labels=labels, branches=branches,
                                     final_norm_gain=final)
 
 
