@@ -2,6 +2,8 @@
 JAX bridge's tests. Every block takes an optional explicit perturbation ``eps`` [3, *x] added at
 its input, to its attention output and to its output, and then also returns the three site
 activations: the brute-force reference differentiates the loss with respect to ``eps``."""
+from functools import lru_cache
+
 import jax
 import jax.numpy as jnp
 
@@ -113,9 +115,11 @@ class LinenDecoder(nn.Module):
         return embed.attend(x), sites
 
 
+@lru_cache(maxsize=None)
 def linen_model(scanned, layers=3, seed=0):
+    """(module, variables, loss_fn, reference); cached: the variables are never changed in place."""
     model = LinenDecoder(layers=layers, scanned=scanned)
-    variables = model.init(jax.random.PRNGKey(seed), tokens())
+    variables = jax.jit(model.init)(jax.random.PRNGKey(seed), tokens())
 
     def loss_fn(v, toks):
         logits, _ = model.apply(v, toks)
@@ -135,8 +139,8 @@ class NnxAttention(nnx.Module):
                        kernel_init=nnx.initializers.normal(0.3)) for _ in range(4))
 
     def __call__(self, x):
-        return attend(x, self.query.kernel.value, self.key.kernel.value, self.value.kernel.value,
-                      self.out.kernel.value)
+        return attend(x, self.query.kernel[...], self.key.kernel[...], self.value.kernel[...],
+                      self.out.kernel[...])
 
 
 class NnxBlock(nnx.Module):
@@ -187,7 +191,9 @@ class NnxDecoder(nnx.Module):
         return self.embed.attend(self.final_norm(x)), sites
 
 
+@lru_cache(maxsize=None)
 def nnx_model(scanned, layers=3, seed=0):
+    """(model, loss_fn, reference); cached: clone the model (nnx.clone) before changing it."""
     model = NnxDecoder(layers, scanned, seed)
 
     def loss_fn(m, toks):
@@ -284,7 +290,9 @@ class EqxDecoder(eqx.Module):
         return self.final_norm(x) @ self.embed.T, sites
 
 
+@lru_cache(maxsize=None)
 def eqx_model(scanned, layers=3, seed=0):
+    """(model, loss_fn, reference); cached (Equinox modules are immutable)."""
     model = EqxDecoder(layers, scanned, seed)
 
     def loss_fn(m, toks):
@@ -295,3 +303,102 @@ def eqx_model(scanned, layers=3, seed=0):
         logits, sites = jax.vmap(lambda t, e: m(t, e))(toks, eps)
         return cross_entropy(logits, toks), sites
     return model, loss_fn, reference
+
+
+# ------------------------------------------------------------------ a twin of pydepth's decoder
+class TwinNorm(eqx.Module):
+    gain: jax.Array
+    eps: float = eqx.field(static=True)
+
+    def __call__(self, x):
+        return x * jnp.exp(-0.5 * jnp.log(jnp.mean(x * x, axis=-1, keepdims=True) + self.eps)) * self.gain
+
+
+class TwinAttention(eqx.Module):
+    query: jax.Array
+    key: jax.Array
+    value: jax.Array
+    output: jax.Array
+    cos: jax.Array
+    sin: jax.Array
+    heads: int = eqx.field(static=True)
+
+    def _rope(self, a):
+        left, right = a[..., 0::2], a[..., 1::2]
+        return jnp.stack((left * self.cos - right * self.sin, left * self.sin + right * self.cos),
+                         axis=-1).reshape(a.shape)
+
+    def __call__(self, x):
+        b, t, w = x.shape
+        d = w // self.heads
+
+        def split(a):
+            return a.reshape(b, t, self.heads, d).transpose(0, 2, 1, 3)
+        q, k, v = split(x @ self.query), split(x @ self.key), split(x @ self.value)
+        q, k = self._rope(q), self._rope(k)
+        s = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / jnp.sqrt(float(d)))
+        s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+        o = (jax.nn.softmax(s, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, t, w)
+        return o @ self.output
+
+
+class TwinFeedForward(eqx.Module):
+    gate: jax.Array
+    up: jax.Array
+    down: jax.Array
+
+    def __call__(self, x):
+        return (jax.nn.silu(x @ self.gate) * (x @ self.up)) @ self.down
+
+
+class TwinBlock(eqx.Module):
+    attention_norm: TwinNorm
+    attention: TwinAttention
+    ffn_norm: TwinNorm
+    ffn: TwinFeedForward
+
+    def __call__(self, x):
+        mid = x + self.attention(self.attention_norm(x))
+        return mid + self.ffn(self.ffn_norm(mid))
+
+
+class Twin(eqx.Module):
+    """pydepth's decoder (no packing, no padding) in Equinox, from a DecoderModel's values."""
+    token_embedding: jax.Array
+    blocks: list
+    final_norm: TwinNorm
+
+    def __call__(self, toks):
+        x = self.token_embedding[toks]
+        for block in self.blocks:
+            x = block(x)
+        return self.final_norm(x) @ self.token_embedding.T
+
+
+def twin_of(model, tokens_per_row):
+    """The Equinox twin of a pydepth.DecoderModel (kv_heads == heads) for rows of this length."""
+    import math
+
+    import numpy as np
+    cfg = model.config
+    p = {q.name: jnp.asarray(q.snapshot()) for q in model.parameters}
+    d = cfg.model_width // cfg.heads
+    inv = [math.pow(cfg.rope_base, (-2.0 * j) / d) for j in range(d // 2)]
+    cos = np.array([[math.cos(float(t) * f) for f in inv] for t in range(tokens_per_row)])
+    sin = np.array([[math.sin(float(t) * f) for f in inv] for t in range(tokens_per_row)])
+    eps = cfg.rms_epsilon
+
+    def block(b):
+        n = f"blocks.{b}."
+        att = TwinAttention(*(p[n + f"attention.{m}.weight"] for m in ("query", "key", "value", "output")),
+                            jnp.asarray(cos), jnp.asarray(sin), cfg.heads)
+        ffn = TwinFeedForward(*(p[n + f"ffn.{m}.weight"] for m in ("gate", "up", "down")))
+        return TwinBlock(TwinNorm(p[n + "attention_norm.gain"], eps), att, TwinNorm(p[n + "ffn_norm.gain"], eps), ffn)
+    return Twin(p["token_embedding.weight"], [block(b) for b in range(cfg.layers)],
+                TwinNorm(p["final_norm.gain"], eps))
+
+
+def twin_loss(twin, batch):
+    toks, targets = batch
+    logp = jax.nn.log_softmax(twin(toks), axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))

@@ -34,7 +34,7 @@ def _tapped_class(cls: type, role: str, attention: bool) -> type:
             call = cls.__call__.__get__(self)
             if role == "attention":
                 return run_attention(call, args, kwargs, name=cls.__name__)
-            return run_block(call, lambda x: getattr(self, TAP).value, args, kwargs,
+            return run_block(call, lambda x: getattr(self, TAP)[...], args, kwargs,
                              attention=attention, name=getattr(self, "_pydepth_site_name", cls.__name__))
         _TAPPED[key] = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
                                                   "__qualname__": cls.__qualname__})

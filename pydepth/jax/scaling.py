@@ -104,7 +104,7 @@ class _Marks:
             return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))
         if library == "flax-nnx":
             mark = getattr(model, MARK, None)
-            return int(np.asarray(mark.value)) if mark is not None else 0
+            return int(np.asarray(mark[...])) if mark is not None else 0
         return len(model.history) if _wrapped(model) else 0
 
     @staticmethod
