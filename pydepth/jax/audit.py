@@ -4,7 +4,8 @@ what a depth scheme predicts, with the PyTorch bridge's rows, verdicts and schem
 
 Residual output projections are selected as in :func:`pydepth.jax.apply_depth_scaling`; a
 stacked tensor gives one row per layer. The base is ``base_std`` when given, else the median
-measured standard deviation of the other matrices.
+measured standard deviation of the other matrices. Constant tensors (norm gains stacked to two
+axes, zero biases) are not random draws and are left out.
 """
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def audit_initialization(model: Any, scheme: Scheme = "1/sqrt(L)", base_std: Opt
     chosen, found_depth = select_projections(leaves, patterns, layer_axis, depth)
     factors = scheme_factors(scheme, found_depth)
     residual = {s.name: s.layer for s in chosen}
-    matrices = _matrices(leaves, residual, layer_axis)
+    drawn = [m for m in _matrices(leaves, residual, layer_axis) if m[2] == "residual-output" or np.ptp(m[3]) > 0]
+    matrices = drawn  # constant tensors (norm gains, zero biases) were not drawn at random
     measured = [float(np.std(v)) for _, _, _, v in matrices]
     if base_std is not None:
         base, source = as_positive_finite("base_std", base_std, ScalingSchemeError), "base_std argument"
