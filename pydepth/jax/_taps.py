@@ -166,7 +166,8 @@ def run_attention(call: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[
     a, put = _first_of(out, f"attention submodule {name}")
     if getattr(a, "shape", None) != frame.x_in.shape:
         raise SiteSpecError(f"attention submodule {name} returned shape {getattr(a, 'shape', None)}; the block "
-                            f"input has {frame.x_in.shape} (it must be the term added to the residual)")
+                            f"input has {frame.x_in.shape}: name the submodule whose whole output the block adds to the "
+                            "residual (not one mapped per token inside a vmap)")
     a = _site("mid", a, frame.dummy, frame.x_in)
     frame.attention = a
     return put(a)
