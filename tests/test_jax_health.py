@@ -184,7 +184,7 @@ def test_other_refusals_are_typed_and_name_the_value():
     model, loss_fn, sites, *_ = structure("equinox", layers=2)
     with pytest.raises(SiteSpecError, match="no 'stack'"):
         observe_residual_health(loss_fn, model, M.tokens(), sites=ResidualSites("stack", "attention"))
-    with pytest.raises(SiteSpecError, match="layer axis 4"):
+    with pytest.raises(SiteSpecError, match="layers is a list; a stacked stack is one module"):
         observe_residual_health(loss_fn, model, M.tokens(), sites=ResidualSites("layers", "attention", layer_axis=4))
     with pytest.raises(pydepth.ArgumentTypeError, match="floating scalar"):
         observe_residual_health(lambda m, t: jax.vmap(lambda x: m(x)[0])(t), model, M.tokens(), sites=sites)
@@ -196,3 +196,21 @@ def test_other_refusals_are_typed_and_name_the_value():
         observe_residual_health(loss_fn, [1, 2], M.tokens(), sites=sites)
     with pytest.raises(SiteSpecError, match="layer_axis"):
         ResidualSites("layers", "attention", layer_axis=-1)
+
+
+def test_pydepth_imports_without_jax_and_the_bridge_names_the_extra(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "sys.modules['jax'] = None\n"
+            "import pydepth\n"
+            "try:\n"
+            "    import pydepth.jax\n"
+            "except pydepth.JaxDependencyError as err:\n"
+            "    assert isinstance(err, ImportError) and \"pydepth[jax]\" in str(err), err\n"
+            "    print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.strip() == "ok", out.stderr
+    plain = subprocess.run([sys.executable, "-c", "import sys, pydepth; print('jax' in sys.modules)"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert plain.stdout.strip() == "False", plain.stderr
