@@ -73,7 +73,7 @@ def numpy_blas_info(np):
 def run_kernels(threads, repeat):
     import numpy as np
     import pydepth
-    from pydepth import _core
+    from pydepth._native import _core
     pydepth.set_num_threads(threads)
     try:
         import threadpoolctl

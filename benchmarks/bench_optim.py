@@ -54,7 +54,7 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
-    print(f"pydepth {pydepth.__version__}, torch {torch.__version__}, kernel path {pydepth._core.kernel_path()}")
+    print(f"pydepth {pydepth.__version__}, torch {torch.__version__}, kernel path {pydepth._native._core.kernel_path()}")
     print(f"{'optimizer':<6} {'size':>8} {'thr':>3} {'pydepth us':>11} {'torch fe=F us':>14} {'torch fe=T us':>14} "
           f"{'ratio F':>8} {'ratio T':>8}")
     for threads in (int(x) for x in args.threads.split(",")):

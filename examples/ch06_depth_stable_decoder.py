@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 import pydepth
-from pydepth.demo import demo_trace
+from pydepth.chapter.demo import demo_trace
 from pydepth.health import format_table
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -45,7 +45,7 @@ print(f"bridge-width decoder (d16 h2 ff20 V266), seed {args.seed}, 16 tokens, ba
 print("\n".join(pydepth.health.format_table(header, body)))
 
 if args.plot:
-    from pydepth.plot_style import (SERIES_STYLES, figure_title, mark_out_of_band, new_figure, ratio_axis,
+    from pydepth.plots.style import (SERIES_STYLES, figure_title, mark_out_of_band, new_figure, ratio_axis,
                                     save_figure, shade_band)
     fig, axes = new_figure(2)
     depths = [r["depth"] for r in rows]

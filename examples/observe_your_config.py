@@ -43,7 +43,7 @@ for name, report in reports.items():
           f"{report.adjoint_ratio_range[0]:.3f}..{report.adjoint_ratio_range[1]:.3f}, "
           f"{'within' if report.within_band else 'OUTSIDE'} the band")
 if args.plot:
-    from pydepth.plots import describe_config, plot_report
+    from pydepth.plots.health import describe_config, plot_report
     plot_report(reports["depth-initialized"], args.plot, control=reports["same-base unscaled control"],
                 model=describe_config(cfg), seed=args.seed, policy=init.record.policy_id)
     print(f"wrote {args.plot}")

@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 
 import pydepth
-from pydepth.train import byte_documents, draw_batch, train_step
+from pydepth.training.step import byte_documents, draw_batch, train_step
 
 parser = argparse.ArgumentParser(description="A few AdamW steps, a checkpoint, a bit-exact resume.")
 parser.add_argument("--steps", type=int, default=12, help="optimizer steps (default 12)")

@@ -1,36 +1,42 @@
 """pydepth: depth-aware initialization and residual health for small float64 decoders,
 bit-exact to the chapter's reference core."""
+from typing import Any
+
 try:
-    from ._core import SplitMix64
+    from ._native._core import SplitMix64
 except ModuleNotFoundError as _err:  # an unbuilt checkout shadows the installed package
-    if _err.name != f"{__name__}._core":
+    if _err.name != f"{__name__}._native._core":
         raise
-    from ._unbuilt import unbuilt_core
+    from ._native._unbuilt import unbuilt_core
     unbuilt_core(__file__)
+
+from . import _moved, checkpoint, optim
+from ._version import __version__
 from .batch import Batch
 from .config import DecoderConfig
-from .errors import *  # noqa: F401,F403
+from .depth_init import (DepthInitializationBudget, DepthInitializationRecord, DepthInitializedDecoder,
+                         DepthScalePolicy, Fresh, FreshDepthInitialization, Initialized, Restored,
+                         initialize_depth_scaled)
+from .errors import *  # noqa: F403
 from .errors import __all__ as _error_names
-from .init import XavierScale, xavier_scale
-from .model import (BlockForward, DecoderModel, ForwardRecord, GraphValue, NamedParameter,
-                    is_recording, no_grad)
+from .health import (HEALTH_BAND, BranchHealthRow, DepthHealthReport, RatioBand, ResidualHealthRow,
+                     classify_ratio, observe_residual_health)
+from .model import BlockForward, DecoderModel, ForwardRecord, GraphValue, NamedParameter, is_recording, no_grad
 from .threads import get_num_threads, set_num_threads
+from .xavier import XavierScale, xavier_scale
 
-__version__ = "0.1.0"
-
-__all__ = ["SplitMix64", "Batch", "DecoderConfig", "XavierScale", "xavier_scale",
+__all__ = ["__version__", "SplitMix64", "Batch", "DecoderConfig", "XavierScale", "xavier_scale",
            "BlockForward", "DecoderModel", "ForwardRecord", "GraphValue", "NamedParameter",
-           "is_recording", "no_grad", "get_num_threads", "set_num_threads", *_error_names]
+           "is_recording", "no_grad", "get_num_threads", "set_num_threads",
+           "DepthScalePolicy", "DepthInitializationBudget", "FreshDepthInitialization",
+           "DepthInitializedDecoder", "DepthInitializationRecord", "Fresh", "Initialized",
+           "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
+           "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow",
+           "checkpoint", "optim", *_error_names]
 
-from .depth_init import (DepthInitializationBudget, DepthInitializationRecord,  # noqa: E402
-                         DepthInitializedDecoder, DepthScalePolicy, Fresh,
-                         FreshDepthInitialization, Initialized, Restored, initialize_depth_scaled)
-from .health import (HEALTH_BAND, BranchHealthRow, DepthHealthReport,  # noqa: E402
-                     RatioBand, ResidualHealthRow, classify_ratio, observe_residual_health)
+_moved.install()
 
-__all__ += ["DepthScalePolicy", "DepthInitializationBudget", "FreshDepthInitialization",
-            "DepthInitializedDecoder", "DepthInitializationRecord", "Fresh", "Initialized",
-            "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
-            "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow"]
 
-from . import checkpoint, optim  # noqa: E402,F401
+def __getattr__(name: str) -> Any:
+    """``pydepth.demo`` and the other modules that moved into subpackages, read as attributes."""
+    return _moved.moved_attribute(name)

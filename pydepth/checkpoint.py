@@ -18,7 +18,7 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from ._core import SplitMix64
+from ._native._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
 from .errors import (CheckpointError, CheckpointFormatError, CheckpointMismatchError, CheckpointVersionError,
@@ -26,6 +26,7 @@ from .errors import (CheckpointError, CheckpointFormatError, CheckpointMismatchE
                      StateDictError)
 from .model import DecoderModel
 from . import optim
+from ._version import __version__
 
 #: Layout of the file and of the ``pydepth`` metadata entry; bump on any incompatible change.
 CHECKPOINT_FORMAT = 1
@@ -66,7 +67,6 @@ class Checkpoint:
 
 
 def _pydepth_version() -> str:
-    from . import __version__
     return __version__
 
 

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from . import _core
+from ._native import _core
 from ._checks import as_real, as_u64
 from .errors import ConfigError
 

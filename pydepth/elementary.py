@@ -11,7 +11,7 @@ from typing import Callable, Union
 
 import numpy as np
 
-from . import _elementary
+from ._native import _elementary
 from .errors import ElementaryInputError
 
 __all__ = ["cos", "exp", "exp_array_path", "log", "log1p", "pow", "sin"]

@@ -8,9 +8,9 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Opt
 
 import numpy as np
 
-from . import _core, _nodes
-from ._core import SplitMix64
-from ._translate import LOSS_ATTACHED, raise_core
+from ._native import _core, _nodes
+from ._native._core import SplitMix64
+from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from ._checks import plain_array

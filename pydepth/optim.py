@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Unio
 
 import numpy as np
 
-from . import _core, _translate, elementary
+from ._native import _core, _translate
+from . import elementary
 from ._checks import as_int, as_real
 from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
 from .model import NamedParameter

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from . import _core
+from ._native import _core
 from ._checks import as_u64
 from .errors import ThreadCountError
 

@@ -1,12 +1,12 @@
-"""pydepth/_core.pyi describes exactly what the compiled pydepth._core exports."""
+"""pydepth/_native/_core.pyi describes exactly what the compiled pydepth._native._core exports."""
 import ast
 import pathlib
 import types
 
 import pydepth
-from pydepth import _core
+from pydepth._native import _core
 
-STUB = pathlib.Path(pydepth.__file__).with_name("_core.pyi")
+STUB = pathlib.Path(pydepth.__file__).parent / "_native" / "_core.pyi"
 
 
 def _stub_names():

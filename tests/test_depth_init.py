@@ -422,7 +422,7 @@ def test_fresh_refusal_through_initialize_leaves_rng():
 
 
 def test_worked_vector_matches_published(published_tables):
-    from pydepth.demo import worked_values
+    from pydepth.chapter.demo import worked_values
     w = worked_values()
     pub = published_tables["worked_values"]
     vector = np.array(pub["vector"], dtype=np.float64)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pydepth
-from pydepth import _elementary
+from pydepth._native import _elementary
 from pydepth import elementary as E
 from pydepth.errors import ElementaryInputError, PydepthError
 
@@ -288,7 +288,7 @@ def test_the_extensions_import_no_elementary_function_from_libm():
         _unavailable("nm is not installed")
     banned = {"exp", "log", "log1p", "sin", "cos", "pow", "sincos", "__exp_finite",
               "__log_finite", "__pow_finite", "expm1"}
-    for module in (pydepth._core, _elementary):
+    for module in (pydepth._native._core, _elementary):
         out = subprocess.run([nm, "-D", "--undefined-only", module.__file__],
                              capture_output=True, text=True, check=True).stdout
         imported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}

@@ -168,7 +168,7 @@ _STEP, _MUL = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 
 
 def _kernel_paths():
-    from pydepth import _core
+    from pydepth._native import _core
     old = _core.kernel_path()
     out = [p for p in ("baseline", "avx2", "avx512") if _core.force_kernel_path(p)]
     _core.force_kernel_path(old)
@@ -184,7 +184,7 @@ def _checksum_by_definition(values):
 
 
 def test_the_alias_checksum_is_one_sum_on_every_kernel_path():
-    from pydepth import _core
+    from pydepth._native import _core
     model = DecoderModel(DecoderConfig(13, 12, 2, 13, 2, 8), SplitMix64(5))  # sizes 13*12, 12, 13*12...
     want = 0
     for p in model.parameters:
@@ -200,7 +200,7 @@ def test_the_alias_checksum_is_one_sum_on_every_kernel_path():
 
 def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
     import ctypes
-    from pydepth import _core
+    from pydepth._native import _core
     old = _core.kernel_path()
     try:
         for path in _kernel_paths():

@@ -102,7 +102,7 @@ def test_non_finite_gradient_update_changes_no_gradient():
 def test_the_first_non_finite_value_is_named_alike_on_every_kernel_path():
     """The finiteness scan runs in the path's vector width; the refusal names the same first
     offending element on every path, and a value past the last full vector is found too."""
-    from pydepth import _core
+    from pydepth._native import _core
     model = DecoderModel(DecoderConfig(13, 6, 3, 5, 1, 8), SplitMix64(4))
     wq = model.parameter("blocks.0.attention.query.weight")
     v = wq.snapshot()

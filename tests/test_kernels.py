@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pydepth as pd
-from pydepth import _core
+from pydepth._native import _core
 from conftest import bits
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 import pydepth
-from pydepth.laptop import PLAN, deterministic_batch, plan_config
+from pydepth.chapter.laptop import PLAN, deterministic_batch, plan_config
 
 SMALL = ["--vocabulary-size", "97", "--model-width", "16", "--layers", "3", "--heads", "4",
          "--kv-heads", "2", "--feed-forward-width", "24", "--max-positions", "20", "--sequence-length", "20"]

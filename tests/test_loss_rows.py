@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import pydepth as pd
-from pydepth import _core, elementary
+from pydepth._native import _core
+from pydepth import elementary
 from conftest import bits
 
 

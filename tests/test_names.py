@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pydepth
-from pydepth import _core, _nodes, _translate
+from pydepth._native import _core, _nodes, _translate
 
 
 def test_status_codes_are_the_c_table_in_order():

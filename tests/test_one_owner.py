@@ -76,7 +76,9 @@ def test_depth_initialization_equals_the_policy_applied_to_the_base():
 
 
 def test_one_bit_formatter_and_one_laptop_configuration():
-    from pydepth import _bits, demo, depth_init, laptop, trace
+    from pydepth._native import _bits
+    from pydepth.chapter import demo, laptop, trace
+    from pydepth import depth_init
     assert trace.float_bits is _bits.float_bits is depth_init.float_bits is demo.float_bits
     assert trace.hex_bits is _bits.hex_bits
     assert _bits.float_bits(1.0) == "3ff0000000000000"

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from pydepth import _memory
+from pydepth._native import _memory
 
 
 @pytest.mark.parametrize("platform, expected_mib", [("linux", 2048.0), ("darwin", 2.0)])

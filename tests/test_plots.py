@@ -27,7 +27,7 @@ def _matplotlib():
 
 @pytest.fixture(scope="module")
 def doc():
-    from pydepth.demo import demo_trace
+    from pydepth.chapter.demo import demo_trace
     return demo_trace()
 
 
@@ -43,7 +43,7 @@ def out_of_band_report():
 
 
 def figures(doc):
-    from pydepth.plots import report_figure
+    from pydepth.plots.health import report_figure
     narrow1, narrow8 = doc["fixtures"][0], doc["fixtures"][2]
     yield "one block", report_figure(narrow1["initialized"], model="narrow", seed=4701, policy="p")
     yield "eight blocks with control", report_figure(
@@ -55,14 +55,14 @@ def figures(doc):
 
 
 def test_every_text_artist_lies_inside_the_figure(doc):
-    from pydepth.plot_style import pyplot, texts_outside_figure
+    from pydepth.plots.style import pyplot, texts_outside_figure
     for name, fig in figures(doc):
         assert texts_outside_figure(fig) == [], name
         pyplot().close(fig)
 
 
 def test_the_check_catches_a_clipped_label():
-    from pydepth.plot_style import new_figure, pyplot, texts_outside_figure
+    from pydepth.plots.style import new_figure, pyplot, texts_outside_figure
     fig, (ax,) = new_figure(1)
     fig.set_layout_engine("none")
     ax.set_xlabel("x" * 400)
@@ -71,8 +71,8 @@ def test_the_check_catches_a_clipped_label():
 
 
 def test_site_ticks_are_integers_labelled_by_stage(doc):
-    from pydepth.plot_style import pyplot
-    from pydepth.plots import report_figure
+    from pydepth.plots.style import pyplot
+    from pydepth.plots.health import report_figure
     fig = report_figure(doc["fixtures"][0]["initialized"])  # one block: three sites
     for ax in fig.axes:
         assert list(ax.get_xticks()) == [0, 1, 2]
@@ -90,8 +90,8 @@ def test_site_ticks_are_integers_labelled_by_stage(doc):
 
 
 def test_band_is_shaded_and_out_of_band_points_marked_and_annotated():
-    from pydepth.plot_style import OUT_OF_BAND_COLOR, pyplot
-    from pydepth.plots import report_figure
+    from pydepth.plots.style import OUT_OF_BAND_COLOR, pyplot
+    from pydepth.plots.health import report_figure
     fig = report_figure(out_of_band_report(), band=(0.01, 100.0))
     act, adj = fig.axes
     for ax, value in ((act, "107.04"), (adj, "250")):
@@ -113,8 +113,8 @@ def test_band_is_shaded_and_out_of_band_points_marked_and_annotated():
 
 
 def test_title_names_model_depth_seed_and_policy(doc):
-    from pydepth.plot_style import pyplot
-    from pydepth.plots import report_figure
+    from pydepth.plots.style import pyplot
+    from pydepth.plots.health import report_figure
     fig = report_figure(doc["fixtures"][2]["initialized"], model="narrow d4", seed=4701,
                         policy="residual-output-init-depth-v1")
     title = fig._suptitle.get_text().replace("\n", " ")
@@ -124,7 +124,7 @@ def test_title_names_model_depth_seed_and_policy(doc):
 
 
 def test_plot_report_overlays_a_control_and_writes_png_and_svg(tmp_path, doc):
-    from pydepth.plots import plot_report
+    from pydepth.plots.health import plot_report
     fx = doc["fixtures"][3]
     paths = plot_report(fx["initialized"], tmp_path / "bridge", control=fx["same_base_unscaled_control"],
                         formats=("png", "svg"))
@@ -138,7 +138,7 @@ def test_plot_report_overlays_a_control_and_writes_png_and_svg(tmp_path, doc):
 
 
 def test_plot_report_refuses_bad_input(tmp_path, doc):
-    from pydepth.plots import plot_report
+    from pydepth.plots.health import plot_report
     fx = doc["fixtures"]
     with pytest.raises(ValueError, match="control has 17 sites, the report 3"):
         plot_report(fx[0]["initialized"], tmp_path / "x.png", control=fx[2]["initialized"])
@@ -170,7 +170,7 @@ def test_laptop_plot_uses_the_same_style(tmp_path, capsys):
 
 def test_helpers_for_other_figures_keep_the_style():
     # what sweep and training plots build on: sites on a heat map's y axis, a shaded seed spread
-    from pydepth.plot_style import (SERIES_STYLES, new_figure, pyplot, shade_spread, site_axis,
+    from pydepth.plots.style import (SERIES_STYLES, new_figure, pyplot, shade_spread, site_axis,
                                     texts_outside_figure)
     fig, (heat, curve) = new_figure(2)
     heat.imshow(np.ones((9, 3)), aspect="auto", origin="lower")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import pydepth
-from pydepth import _core
-from pydepth._nodes import LOGITS
+from pydepth._native import _core
+from pydepth._native._nodes import LOGITS
 
 CFG = pydepth.DecoderConfig(11, 4, 2, 6, 1, 8)
 

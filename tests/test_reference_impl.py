@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pydepth import DecoderConfig, elementary
-from pydepth.trace import fixture_trace
+from pydepth.chapter.trace import fixture_trace
 
 
 def _load_reference_impl():

@@ -49,7 +49,7 @@ from pydepth.sweep.store import part_files  # noqa: E402
 
 SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], sequence_length=4, steps=[0, 2])
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
-TIMEOUT = 60
+TIMEOUT = 240  # a hang guard: the sanitizer job runs these subprocesses several times slower
 
 
 def assert_bitwise_equal(a, b):
@@ -433,17 +433,22 @@ def test_depth_check_writes_figures_summary_and_data(tmp_path):
     assert cli.returncode == 0, cli.stderr
     out = tmp_path / "dc"
     for stem in ("depth-check-w4", "depth-check-w16", "sites-d4-w4", "sites-d4-w16"):
-        png = (out / f"{stem}.png").read_bytes()
+        png = (out / "figures" / f"{stem}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-        assert (out / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        assert (out / "figures" / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+    assert not list(out.glob("*.png")) and not list(out.glob("*.svg"))  # the parts' folder holds no figure
+    import pyarrow.dataset
+    rows = pyarrow.dataset.dataset(out, format="parquet", exclude_invalid_files=True).to_table().num_rows
+    assert rows == read_table(out).num_rows
     summary = (out / "summary.txt").read_text()
     assert "First depth out of the band" in summary and summary.strip() in cli.stdout
-    assert "unscaled" in summary and " of 3 seeds" in summary
+    assert max(len(line) for line in summary.splitlines()) <= 100
+    assert "unscaled" in summary and " of 3 seeds" in summary.replace("\n  ", " ")
     assert read_table(out).num_rows == sum(2 * d + 1 for d in (1, 2, 4)) * 2 * 3 * 2 * 2  # two steps
 
 
 def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_small):
-    from pydepth.plot_style import pyplot, texts_outside_figure
+    from pydepth.plots.style import pyplot, texts_outside_figure
     from pydepth.sweep.plots import depth_check_figure, site_heatmap_figure
     from pydepth.sweep.summary import cell_steps
     table = read_table(serial_small)
@@ -453,7 +458,7 @@ def test_depth_check_figures_clip_no_text_and_mark_out_of_band_seeds(serial_smal
     assert texts_outside_figure(fig) == []
     from matplotlib.colors import to_rgba
 
-    from pydepth.plot_style import OUT_OF_BAND_COLOR
+    from pydepth.plots.style import OUT_OF_BAND_COLOR
     red = to_rgba(OUT_OF_BAND_COLOR)
     marked = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
                  if len(c.get_facecolor()) and tuple(c.get_facecolor()[0]) == red)

@@ -127,7 +127,7 @@ def test_parallel_residual_has_l_plus_one_sites_and_says_so(torch_models):
     assert [r.label for r in report.sites] == ["input"] + [f"block.{b}.parallel_residual.output" for b in range(3)]
     assert report.sites[-1].adjoint_ratio == 1.0 and report.sites[0].activation_ratio == 1.0
     assert "parallel_residual" in report.to_table()
-    from pydepth.plot_style import site_tick_labels  # the plots read the block index from the label
+    from pydepth.plots.style import site_tick_labels  # the plots read the block index from the label
     assert site_tick_labels(4, [r.label for r in report.sites]) == ["input", "block 0", "block 1", "block 2"]
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pydepth import DecoderConfig
-from pydepth.trace import fixture_trace
+from pydepth.chapter.trace import fixture_trace
 
 MODEL_KEYS = ("parameters", "forward", "site_adjoints", "parameter_gradients")
 

@@ -13,7 +13,7 @@ import pydepth
 from pydepth import DecoderConfig, DecoderModel, DepthInitializationBudget, Fresh, SplitMix64, initialize_depth_scaled
 from pydepth import checkpoint
 from pydepth.cli import main
-from pydepth.train import byte_documents, draw_batch
+from pydepth.training.step import byte_documents, draw_batch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "data" / "corpus.txt"
@@ -55,7 +55,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_run(tmp_path, conf
     common = ["--config", config, "--steps", 6, "--batch", 2, "--sequence-length", 16, "--seed", 3, "--lr", 1e-2]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
 
-    from pydepth import train as train_module
+    from pydepth.training import step as train_module
     real_step = train_module.train_step
     calls = []
 
@@ -157,7 +157,7 @@ def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, 
     common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2,
               "--steps", 7]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
-    from pydepth import train as train_module
+    from pydepth.training import step as train_module
     real_step, calls = train_module.train_step, []
 
     def interrupting_step(*args, **kwargs):
@@ -177,8 +177,8 @@ def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, 
 
 def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp_path, config, monkeypatch):
     pytest.importorskip("matplotlib") if not os.environ.get("CI") else None
-    from pydepth import plots_train
-    from pydepth.plot_style import texts_outside_figure
+    from pydepth.plots import train as plots_train
+    from pydepth.plots.style import texts_outside_figure
     figures = []
     monkeypatch.setattr(plots_train, "save_figure", lambda fig, target, formats=None: figures.append(fig) or [])
     assert run("train", CORPUS, "--config", config, "--steps", 7, "--batch", 1, "--sequence-length", 8,
@@ -186,7 +186,7 @@ def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp
     (fig,) = figures
     fig.canvas.draw()
     assert texts_outside_figure(fig) == []
-    for ax in fig.axes:
+    for ax in [a for a in fig.axes if a.get_label() != "<colorbar>"]:  # the three step axes
         lo, hi = ax.get_xlim()
         ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
         assert ticks and all(float(t).is_integer() for t in ticks), ticks
@@ -216,7 +216,7 @@ def test_refusals_name_the_problem(tmp_path, config, capsys):
     assert run("train", CORPUS, "--config", config, "--lr", "nan", "--out", tmp_path / "x") == 1
     assert "--lr must be a finite positive number, got nan" in capsys.readouterr().err
     assert run("train", CORPUS, "--config", config, "--weight-decay", "-1", "--out", tmp_path / "x") == 1
-    assert "weight_decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
+    assert "--weight-decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
 
 
 def test_packed_batches_fill_every_row_with_byte_segments_drawn_from_the_generator():
@@ -255,3 +255,20 @@ def test_training_runs_outside_the_main_thread_without_a_signal_handler(tmp_path
     worker.start()
     worker.join()
     assert codes == [0] and (tmp_path / "t" / "step-000001.safetensors").exists()
+
+
+def test_the_example_data_readme_states_the_configs_true_parameter_count():
+    import json
+    import re
+    data = ROOT / "examples" / "data"
+    config = pydepth.DecoderConfig.from_dict(json.loads((data / "byte-8block.json").read_text()))
+    stated = re.search(r"([\d,]+) parameters", (data / "README.md").read_text()).group(1)
+    assert int(stated.replace(",", "")) == config.parameter_count
+
+
+def test_train_ends_with_one_summary_line_on_stdout(tmp_path, config, capsys):
+    assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
+               "--out", tmp_path / "o") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("trained to step 3 of 3 (3 steps in ")
+    assert "last loss " in out[0] and out[0].endswith(f"checkpoint {tmp_path / 'o' / 'step-000003.safetensors'}")

@@ -36,13 +36,19 @@ def is_hf_source(path: str) -> bool:
     return isinstance(data, dict) and "model_type" in data
 
 
+def has_weights(path: str) -> bool:
+    """True when ``path`` is a saved Hugging Face model directory (its weights are loaded, no seed needed)."""
+    p = pathlib.Path(path)
+    return p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS)
+
+
 def _hf_model(path: str, seed: int, dtype: Any) -> Tuple[Any, str]:
     from ..torch._deps import require_transformers
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: local files only
     transformers = require_transformers()
     import torch
     p = pathlib.Path(path)
-    if p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS):
+    if has_weights(path):
         model = transformers.AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=dtype)
         return model, f"Hugging Face checkpoint {p} ({model.config.model_type})"
     config_file = p / "config.json" if p.is_dir() else p
@@ -72,7 +78,7 @@ def load_torch_model(path: str, *, seed: int, dtype: str = "float32", depth_init
         if dtype not in ("float32", "float64"):
             raise ConfigError(f"dtype must be float32 or float64, got {dtype!r}")
         return _hf_model(path, seed, getattr(torch, dtype))
-    from .._core import SplitMix64
+    from .._native._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
     from ..model import DecoderModel
     from ..torch import to_torch

@@ -13,14 +13,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        description="Initialize the chapter's four fixed decoders (seed 4701) and "
                        "their same-base unscaled controls, check every stored transform bit for bit, "
                        "and report residual health; exits 1 when a self-check fails.")
-    _args.add_output(p, default_format="json")
+    _args.add_output(p)
     p.add_argument("--plot", metavar="DIR", help="also write one ratio plot per fixture (PNG and SVG, "
                    "control overlaid) into DIR (needs pip install 'pydepth[plot]')")
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth demo``; returns the exit code."""
-    from ..demo import DemoCheckError, demo_table, demo_trace
+    from ..chapter.demo import DemoCheckError, demo_table, demo_trace
     if args.plot and _args.plot_missing():
         return 2
     try:
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     _args.emit(args, doc, demo_table(doc) if args.format == "table" else "")
     if args.plot:
-        from ..plots import plot_demo
+        from ..plots.health import plot_demo
         for path in plot_demo(doc, args.plot):
             sys.stderr.write(f"wrote {path}\n")
     return 0

@@ -25,9 +25,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="table")
+    _args.add_output(p)
     _args.add_plot(p)
-    from ..laptop import PLAN
+    from ..chapter.laptop import PLAN
     for name in _OVERRIDES:
         p.add_argument("--" + name.replace("_", "-"), type=_args.positive, default=None, metavar="N",
                        help=f"{name.replace('_', ' ')} (plan: {PLAN[name]}; smaller for quick runs)")
@@ -47,7 +47,7 @@ def _table(result: dict, tokens: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth laptop``; returns the exit code."""
-    from ..laptop import plan_config, run_plan
+    from ..chapter.laptop import plan_config, run_plan
     if args.plot and _args.plot_missing():
         return 2
     cfg = plan_config({k: getattr(args, k) for k in _OVERRIDES})
@@ -59,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
     doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
     _args.emit(args, doc, _table(result, tokens))
     if args.plot:
-        from ..plots import describe_config, plot_report
+        from ..plots.health import describe_config, plot_report
+        from ..plots.style import policy_label
         runs = result["runs"]
         record = result["record"]
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 runs[0]["report"], target, control=runs[1]["report"] if len(runs) > 1 else None,
                 model=f"laptop plan, {describe_config(cfg)}", seed=args.seed, formats=formats,
-                policy=f"{record['policy_id']} (factor {record['factor']:.6f})")):
+                policy=policy_label(record["factor"]))):
             sys.stderr.write(f"wrote {path}\n")
     return 0

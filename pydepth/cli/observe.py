@@ -19,7 +19,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--config", required=True, metavar="CONFIG.json",
                    help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}}), or a "
                    "Hugging Face config.json or local model directory (observed through pydepth.torch)")
-    p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed of the base initializer")
+    p.add_argument("--seed", type=_args.seed, default=None,
+                   help="SplitMix64 seed of the base initializer (a Hugging Face config: the torch seed of "
+                   "its random initialization); required unless --config is a saved model with weights")
     p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
                    help="comma-separated input ids, row-major")
     p.add_argument("--targets", type=_args.ints, metavar="IDS",
@@ -31,7 +33,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="json")
+    _args.add_output(p)
     _args.add_plot(p)
 
 
@@ -50,11 +52,14 @@ def _observe(model: Any, tokens: np.ndarray, targets: np.ndarray, valid: Any, ba
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
-    from .._core import SplitMix64
+    from .._native._core import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
     from . import _models, _observe_torch
     if _models.is_hf_source(args.config):
         return _observe_torch.run(args)
+    if args.seed is None:
+        _args.error("--seed is required for a pydepth config (the SplitMix64 seed of its initialization)")
+        return 2
     if args.targets is None:
         raise ValueError("--targets is required for a pydepth config")
     if args.plot and _args.plot_missing():
@@ -90,10 +95,11 @@ def run(args: argparse.Namespace) -> int:
             f"Same-base unscaled control: mean loss {control['loss']:.6f} nats")
     _args.emit(args, doc, text)
     if args.plot:
-        from ..plots import describe_config, plot_report
+        from ..plots.health import describe_config, plot_report
+        from ..plots.style import policy_label
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 observed["report"], target, control=None if control is None else control["report"],
                 model=describe_config(cfg), seed=args.seed, formats=formats,
-                policy=f"{init.record.policy_id} (factor {init.record.factor:.6f})")):
+                policy=policy_label(init.record.factor))):
             sys.stderr.write(f"wrote {path}\n")
     return 0

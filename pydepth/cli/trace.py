@@ -27,7 +27,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth trace``; returns the exit code."""
-    from ..trace import ENCODING, FORMAT, fixture_trace
+    from ..chapter.trace import ENCODING, FORMAT, fixture_trace
     cfg = _args.load_config(args.config)
     doc = {"format": FORMAT, "encoding": ENCODING,
            "fixtures": [fixture_trace(cfg, args.seed, args.tokens, args.targets,

@@ -20,11 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .cell import optimizer_class, run_cells
+from .cell import backend, run_cells
 from .errors import SweepDependencyError, SweepError, SweepSpecError
 from .progress import Progress
 from .spec import Cell, SweepSpec
 from .store import prepare_directory, pyarrow_modules, write_part
+from .._version import __version__
 
 __all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds"]
 
@@ -101,7 +102,6 @@ def _dask() -> Any:
 
 
 def _worker_version() -> str:
-    from .. import __version__
     return __version__
 
 
@@ -158,7 +158,6 @@ class _Engine:
                 self.name = f"local Dask cluster, {n} worker processes"
             self.client = distributed.Client(self.cluster)
         versions = self.client.run(_worker_version)
-        from .. import __version__
         bad = {w: v for w, v in versions.items() if v != __version__}
         if bad:
             self.close()
@@ -207,11 +206,7 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
         raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise SweepSpecError(f"workers must be a positive integer, got {workers!r}")
-    if spec.backend == "torch":
-        from .torch_cell import torch_bridge
-        torch_bridge()
-    elif spec.max_step > 0:
-        optimizer_class()
+    backend(spec).ready(spec)
     pyarrow_modules()
     if scheduler != "serial":
         _dask()

@@ -13,9 +13,10 @@ import os
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
-from .cell import COLUMNS
+from .rows import COLUMNS
 from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
 from .spec import SweepSpec
+from .._version import __version__
 
 __all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
            "done_cells", "read_table", "read_spec", "prepare_directory"]
@@ -43,7 +44,6 @@ def pyarrow_modules() -> Any:
 
 def schema(spec: SweepSpec) -> Any:
     """The Arrow schema of the result rows, with the spec and version in its metadata."""
-    from .. import __version__
     pa, _ = pyarrow_modules()
     kinds = {"str": pa.string(), "int": pa.int64(), "uint": pa.uint64(), "float": pa.float64(),
              "bool": pa.bool_()}
@@ -123,7 +123,6 @@ def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool) -> Set[st
 
     Refuses with :class:`SweepResumeError` when ``out`` holds another spec, or holds results
     while ``resume`` is off (nothing is deleted)."""
-    from .. import __version__
     d = pathlib.Path(out)
     if d.exists() and not d.is_dir():
         raise SweepStoreError(f"--out {out} exists and is not a directory")

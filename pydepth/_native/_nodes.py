@@ -36,5 +36,5 @@ def parse_name(name: str) -> Tuple[int, int]:
     parts = name.split(".", 2)
     if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and parts[2] in BLOCK_KIND:
         return int(parts[1]), BLOCK_KIND[parts[2]]
-    from .errors import UnknownNameError
+    from ..errors import UnknownNameError
     raise UnknownNameError(f"no recorded value is named {name!r}")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _core
+from ._native import _core
 from ._checks import as_u64
-from ._translate import raise_core
+from ._native._translate import raise_core
 from .errors import InitializationError
 
 

@@ -6,13 +6,13 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from ._bits import float_bits, hex_bits
-from ._core import SplitMix64
-from .config import DecoderConfig
-from .depth_init import DepthScalePolicy
-from .errors import TokenError
-from .health import sequential_sum
-from .model import DecoderModel
+from .._native._bits import float_bits, hex_bits
+from .._native._core import SplitMix64
+from ..config import DecoderConfig
+from ..depth_init import DepthScalePolicy
+from ..errors import TokenError
+from ..health import sequential_sum
+from ..model import DecoderModel
 
 __all__ = ["FORMAT", "ENCODING", "hex_bits", "float_bits", "plain_rms", "depth_factor",
            "model_trace", "fixture_trace"]

@@ -12,15 +12,15 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from ._bits import float_bits
-from ._core import SplitMix64
-from .config import DecoderConfig
-from .depth_init import (DepthInitializationBudget, DepthScalePolicy, FreshDepthInitialization)
-from .errors import PydepthError
-from .health import HEALTH_BAND, DepthHealthReport, classify_ratio, format_table, observe_residual_health
-from .init import xavier_scale
+from .._native._bits import float_bits
+from .._native._core import SplitMix64
+from ..config import DecoderConfig
+from ..depth_init import (DepthInitializationBudget, DepthScalePolicy, FreshDepthInitialization)
+from ..errors import PydepthError
+from ..health import HEALTH_BAND, DepthHealthReport, classify_ratio, format_table, observe_residual_health
+from ..xavier import xavier_scale
 from .laptop import LAPTOP_CONFIG  # the symbolic laptop decoder (never allocated here)
-from .model import DecoderModel, NamedParameter
+from ..model import DecoderModel, NamedParameter
 
 __all__ = ["SEED", "TOKENS", "TARGETS", "PROFILES", "FIXTURES", "DemoCheckError", "demo_trace",
            "worked_values", "fixture", "synthetic_classifiers", "laptop_plan", "demo_table",

@@ -51,8 +51,8 @@ NODE_KINDS = _node_kind_table()
 
 
 def _u64_state(name, value):
-    from ._checks import as_u64
-    from .errors import GeneratorStateError
+    from .._checks import as_u64
+    from ..errors import GeneratorStateError
     return as_u64(name, value, GeneratorStateError)
 
 

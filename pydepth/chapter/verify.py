@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .config import DecoderConfig
-from .errors import PydepthError, ReferenceDataError
+from ..config import DecoderConfig
+from ..errors import PydepthError, ReferenceDataError
 from .trace import FORMAT, fixture_trace
 
 __all__ = ["Difference", "FixtureResult", "public_fixtures_path", "load_fixtures", "verify_fixture",

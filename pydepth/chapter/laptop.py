@@ -7,13 +7,13 @@ from typing import Any, Dict, Optional, Sequence, TextIO
 
 import numpy as np
 
-from ._core import SplitMix64
-from ._memory import peak_rss_mb
-from .config import DecoderConfig
-from .depth_init import DepthInitializationBudget, FreshDepthInitialization
-from .health import check_band, observe_residual_health
-from .model import DecoderModel
-from .threads import get_num_threads
+from .._native._core import SplitMix64
+from .._native._memory import peak_rss_mb
+from ..config import DecoderConfig
+from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
+from ..health import check_band, observe_residual_health
+from ..model import DecoderModel
+from ..threads import get_num_threads
 
 #: The chapter's laptop-scale decoder: 32,514,560 parameters.
 LAPTOP_CONFIG = DecoderConfig(vocabulary_size=16384, model_width=512, heads=8, feed_forward_width=1536,
