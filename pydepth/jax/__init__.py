@@ -9,7 +9,7 @@ from ._deps import require_jax
 
 require_jax()
 
-from .._schemes import SCHEMES, DepthScalingRecord, InitializationAudit, scheme_factors  # noqa: E402
+from ..bridge.schemes import SCHEMES, DepthScalingRecord, InitializationAudit, scheme_factors  # noqa: E402
 from .audit import audit_initialization, identify_scheme  # noqa: E402
 from .health import SiteTape, observe_residual_health, residual_sums, residual_tape  # noqa: E402
 from .scaling import apply_depth_scaling, scaling_count  # noqa: E402

@@ -1,6 +1,6 @@
 """Initialization audit of a JAX model: every weight matrix's measured standard deviation against
 what a depth scheme predicts, with the PyTorch bridge's rows, verdicts and scheme names
-(:mod:`pydepth._schemes`, one owner).
+(:mod:`pydepth.bridge.schemes`, one owner).
 
 Residual output projections are selected as in :func:`pydepth.jax.apply_depth_scaling`; a
 stacked tensor gives one row per layer. The base is ``base_std`` when given, else the median
@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._checks import as_positive_finite
-from .._schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, audit_verdict, scheme_factors, scheme_name
+from ..bridge.schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, audit_verdict, scheme_factors, scheme_name
 from ..errors import ScalingSchemeError
 from ._leaves import named_leaves
 from .scaling import _wrapped, select_projections
@@ -52,7 +52,7 @@ def audit_initialization(model: Any, scheme: Scheme = "1/sqrt(L)", base_std: Opt
                          patterns: Sequence[str], depth: Optional[int] = None,
                          layer_axis: Optional[int] = None, tolerance: float = 0.2) -> InitializationAudit:
     """Compares every weight matrix of a Linen, NNX or Equinox model with ``scheme``'s prediction
-    (``scheme`` a name from :data:`pydepth._schemes.SCHEMES` or a callable). A ratio
+    (``scheme`` a name from :data:`pydepth.bridge.schemes.SCHEMES` or a callable). A ratio
     ``measured / expected`` within ``tolerance`` is ``ok``; for a residual output projection a
     ratio near ``1/factor`` is ``unscaled`` and near ``factor`` ``double-scaled``; else ``off``.
     Reads the model only."""

@@ -1,7 +1,7 @@
 """Depth scaling of a JAX model's residual output projections, selected by name patterns over
 ``jax.tree_util.keystr`` paths, once per model.
 
-The schemes and records are the PyTorch bridge's (:mod:`pydepth._schemes`, one owner). A pattern
+The schemes and records are the PyTorch bridge's (:mod:`pydepth.bridge.schemes`, one owner). A pattern
 is searched in each floating parameter's path; its first group, when present, captures the
 layer index of an unrolled block's tensor; without a group the tensor is a stacked (scanned)
 one whose layer axis is ``layer_axis`` and each of whose slices gets its layer's factor. Every
@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import jax.numpy as jnp
 import numpy as np
 
-from .._schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
+from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import ArgumentTypeError, JaxAlreadyScaledError, ScalingSchemeError
 from ._leaves import named_leaves
 

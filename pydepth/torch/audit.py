@@ -16,7 +16,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from torch import nn
 
 from .._checks import as_positive_finite
-from .._schemes import VERDICTS, AuditRow, InitializationAudit, audit_verdict
+from ..bridge.schemes import VERDICTS, AuditRow, InitializationAudit, audit_verdict
 from ..errors import ScalingSchemeError
 from .architectures import ArchitectureSpec
 from .scaling import Scheme, resolve_layout, scheme_factors, scheme_name, tensor_std

@@ -1,7 +1,7 @@
 """Depth scaling of the residual output projections of any recognized decoder, in place, once.
 
 The schemes the field uses differ in formula and in the tensors they touch; here the tensors
-come from :mod:`.architectures` and the formula from :func:`pydepth._schemes.scheme_factors`
+come from :mod:`.architectures` and the formula from :func:`pydepth.bridge.schemes.scheme_factors`
 (shared with the JAX bridge).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from .._schemes import SCHEMES, DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
+from ..bridge.schemes import SCHEMES, DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import AlreadyScaledError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, find_layout, layout_from_patterns
 

@@ -15,7 +15,7 @@ import numbers
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from .errors import ScalingSchemeError
+from ..errors import ScalingSchemeError
 
 __all__ = ["SCHEMES", "Scheme", "scheme_name", "scheme_factors", "ScaledTensor", "DepthScalingRecord",
            "VERDICTS", "AuditRow", "InitializationAudit", "audit_verdict"]
@@ -101,7 +101,7 @@ class DepthScalingRecord:
 
     def to_table(self) -> str:
         """A plain-text table for people."""
-        from .health import format_table
+        from ..health import format_table
         head = (f"depth scaling {self.scheme} on {self.architecture}, {self.depth} layers, "
                 f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
         body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
@@ -157,7 +157,7 @@ class InitializationAudit:
 
     def to_table(self) -> str:
         """A plain-text table for people."""
-        from .health import format_table
+        from ..health import format_table
         lines = [f"initialization audit: scheme {self.scheme}, {self.architecture}, {self.depth} layers, "
                  f"base std from {self.base_source}, tolerance {self.tolerance:g} (relative)"]
         body = [(r.name, r.role, f"{r.measured_std:.6g}", f"{r.expected_std:.6g}", f"{r.ratio:.4f}",
