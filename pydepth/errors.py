@@ -173,6 +173,23 @@ class UnsupportedModuleError(TorchBridgeError, TypeError):
     """The module cannot be observed as given (compiled, wrong output, missing loss)."""
 
 
+class JaxBridgeError(PydepthError):
+    """The JAX bridge (``pydepth.jax``: Flax Linen, Flax NNX, Equinox) refused a model or an input."""
+
+
+class JaxDependencyError(JaxBridgeError, ImportError):
+    """jax, flax or equinox (extra ``pydepth[jax]``) is missing."""
+
+
+class SiteSpecError(JaxBridgeError, ValueError):
+    """A residual-site description does not match the model (no such blocks, no attention
+    submodule, a layer axis the leaves do not have, a site seen twice or never)."""
+
+
+class JaxAlreadyScaledError(JaxBridgeError, AlreadyScaledError):
+    """A JAX model carries the mark of an earlier depth scaling (pass ``force=True`` to repeat it)."""
+
+
 class OptimizerError(PydepthError):
     """An optimizer cannot be built, step or load its state."""
 

@@ -48,10 +48,13 @@ EXTRAS = {
     "hf": ("transformers",),
     "plot": ("matplotlib",),
     "sweep": ("distributed", "pyarrow"),
+    "train": ("accelerate", "lightning", "tensorboard", "wandb", "mlflow"),
+    "jax": ("jax", "flax", "equinox"),
 }
 #: pydepth subpackages that use an extra (pydepth.torch as soon as it is imported, the others when
 #: they run).
-NEEDS_EXTRA = {"pydepth.torch": "torch", "pydepth.sweep": "sweep", "pydepth.plots": "plot", "pydepth.report": "plot"}
+NEEDS_EXTRA = {"pydepth.torch": "torch", "pydepth.sweep": "sweep", "pydepth.plots": "plot", "pydepth.report": "plot",
+               "pydepth.jax": "jax"}
 #: CI installs every extra, so there a missing one is a failure; elsewhere the test skips.
 EXTRAS_REQUIRED = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

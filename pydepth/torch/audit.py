@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -24,96 +23,12 @@ from .._checks import as_positive_finite
 from ..errors import ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
 from .marks import recorded_scalings
-from .schemes import KNOWN_AS, SCHEMES, Scheme, fitting_schemes, near, scheme_factors, scheme_name, tensor_std
+from ..bridge.schemes import VERDICTS, AuditRow, InitializationAudit
+from ..bridge.schemes import audit_verdict as _verdict
+from .schemes import SCHEMES, Scheme, fitting_schemes, scheme_factors, scheme_name, tensor_std
 
 __all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization", "audit_layout",
            "projection_scale"]
-
-#: Verdicts, in the order they are tried for a residual output.
-VERDICTS: Tuple[str, ...] = ("ok", "unscaled", "double-scaled", "off")
-
-
-@dataclass(frozen=True)
-class AuditRow:
-    """One weight tensor: role (``residual-output``, ``embedding`` or ``matrix``), layer (residual
-    outputs only), measured and expected scale, their ratio and the verdict."""
-
-    name: str
-    role: str
-    layer: Optional[int]
-    measured_std: float
-    expected_std: float
-    ratio: float
-    verdict: str
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class InitializationAudit:
-    """The audit of one module under one scheme; ``rows`` in ``named_parameters()`` order.
-    ``follows`` names the known schemes every residual output fits (``"unscaled"`` when all sit
-    at the base); ``scheme_source`` says where ``scheme`` came from (``argument``, ``recorded``:
-    a scaling recorded on the model or its config, ``detected``: the scheme it follows, or
-    ``default``); ``recorded`` lists the recorded scalings."""
-
-    architecture: str
-    scheme: str
-    depth: int
-    base_source: str
-    tolerance: float
-    rows: Tuple[AuditRow, ...]
-    follows: Tuple[str, ...] = ()
-    scheme_source: str = "argument"
-    recorded: Tuple[str, ...] = ()
-
-    @property
-    def findings(self) -> Tuple[AuditRow, ...]:
-        """Rows whose verdict is not ``ok``."""
-        return tuple(r for r in self.rows if r.verdict != "ok")
-
-    @property
-    def ok(self) -> bool:
-        """Whether every row's verdict is ``ok``."""
-        return not self.findings
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "scheme_source": self.scheme_source,
-                "depth": self.depth, "follows": list(self.follows), "recorded": list(self.recorded),
-                "base_source": self.base_source, "tolerance": self.tolerance, "ok": self.ok,
-                "rows": [r.to_dict() for r in self.rows]}
-
-    def to_table(self) -> str:
-        """A plain-text table for people."""
-        from ..health import format_table
-        lines = [f"initialization audit: scheme {self.scheme} ({self.scheme_source}), {self.architecture}, "
-                 f"{self.depth} layers, base from {self.base_source}, tolerance {self.tolerance:g} (relative)",
-                 "residual outputs follow: " + (", ".join(f"{n} ({KNOWN_AS.get(n, 'weights at the base')})"
-                                                          for n in self.follows) or "no known scheme")]
-        if self.recorded:
-            lines.append("recorded depth scalings: " + "; ".join(self.recorded))
-        body = [(r.name, r.role, f"{r.measured_std:.6g}", f"{r.expected_std:.6g}", f"{r.ratio:.4f}",
-                 r.verdict) for r in self.rows]
-        lines += format_table(("tensor", "role", "measured", "expected", "ratio", "verdict"), body)
-        counts = {v: sum(r.verdict == v for r in self.rows) for v in VERDICTS}
-        lines.append("all matrices as the scheme predicts" if self.ok else
-                     "FINDINGS: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n and v != "ok"))
-        return "\n".join(lines)
-
-
-def _verdict(ratio: float, factor: Optional[float], tolerance: float) -> str:
-    if near(ratio, 1.0, tolerance):
-        return "ok"
-    if factor is not None:
-        if near(ratio, 1.0 / factor, tolerance):  # measured ~ base: the factor was skipped
-            return "unscaled"
-        if near(ratio, factor, tolerance):  # measured ~ base * factor**2
-            return "double-scaled"
-    return "off"
-
 
 def _positive(name: str, value: Any) -> float:
     return as_positive_finite(name, value, ScalingSchemeError)

@@ -15,8 +15,7 @@ GPT-2) are caught by the audit.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -25,59 +24,11 @@ from ..errors import AlreadyScaledError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
 from .audit import audit_layout, projection_scale
 from .marks import leave_mark, module_records, recorded_scalings
+from ..bridge.schemes import DepthScalingRecord, ScaledTensor
 from .schemes import SCHEMES, Scheme, scheme_factors, scheme_name, tensor_std
 
 __all__ = ["SCHEMES", "Scheme", "scheme_factors", "scheme_name", "tensor_std", "ScaledTensor",
            "DepthScalingRecord", "apply_depth_scaling", "scaling_history", "resolve_layout"]
-
-
-@dataclass(frozen=True)
-class ScaledTensor:
-    """One scaled tensor: name, layer, role, factor and scale before and after (the standard
-    deviation of a matrix; the RMS of the effective gain of a norm, ``kind == "gain"``)."""
-
-    name: str
-    layer: int
-    role: str
-    factor: float
-    std_before: float
-    std_after: float
-    kind: str = "matrix"
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class DepthScalingRecord:
-    """What :func:`apply_depth_scaling` did: architecture, scheme, depth and every tensor."""
-
-    architecture: str
-    scheme: str
-    depth: int
-    tensors: Tuple[ScaledTensor, ...]
-    forced: bool = False
-
-    def summary(self) -> Dict[str, Any]:
-        """The short form kept in a model's config: scheme, architecture, depth, tensor count."""
-        return {"scheme": self.scheme, "architecture": self.architecture, "depth": self.depth,
-                "tensors": len(self.tensors), "forced": self.forced}
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
-                "forced": self.forced, "tensors": [t.to_dict() for t in self.tensors]}
-
-    def to_table(self) -> str:
-        """A plain-text table for people."""
-        from ..health import format_table
-        head = (f"depth scaling {self.scheme} on {self.architecture}, {self.depth} layers, "
-                f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
-        body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
-                 f"{t.std_after:.6g}") for t in self.tensors]
-        return "\n".join([head, *format_table(("tensor", "role", "layer", "factor", "scale before",
-                                                   "scale after"), body)])
 
 
 def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:

@@ -1,0 +1,59 @@
+"""The one place the JAX bridge imports its optional dependencies, with the extra to install."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import JaxDependencyError
+
+_EXTRA = "pip install 'pydepth[jax]'"
+
+
+def require_jax() -> Any:
+    """The ``jax`` module, or :class:`JaxDependencyError` naming the ``pydepth[jax]`` extra."""
+    try:
+        import jax
+    except ImportError as err:
+        raise JaxDependencyError(f"pydepth.jax needs JAX, the optional 'jax' extra: {_EXTRA} ({err})") from None
+    return jax
+
+
+def require_flax() -> Any:
+    """``flax`` (Linen and NNX), or :class:`JaxDependencyError` naming the extra."""
+    try:
+        import flax
+        import flax.linen
+        import flax.nnx
+    except ImportError as err:
+        raise JaxDependencyError(f"Flax models need flax, part of the optional 'jax' extra: {_EXTRA} ({err})") from None
+    return flax
+
+
+def require_equinox() -> Any:
+    """``equinox``, or :class:`JaxDependencyError` naming the extra."""
+    try:
+        import equinox
+    except ImportError as err:
+        raise JaxDependencyError(f"Equinox models need equinox, part of the optional 'jax' extra: {_EXTRA} "
+                                 f"({err})") from None
+    return equinox
+
+
+def library_of(model: Any) -> str:
+    """``"linen"`` for a variables mapping, ``"nnx"`` for a Flax NNX module, ``"equinox"`` for an
+    Equinox module; a model of none of these raises :class:`pydepth.ArgumentTypeError`."""
+    from collections.abc import Mapping
+
+    from ..errors import ArgumentTypeError
+    if isinstance(model, Mapping):
+        if "params" not in model:
+            raise ArgumentTypeError(f"Linen variables must hold a 'params' collection, got keys {sorted(model)}")
+        return "linen"
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(model, nnx.Module):
+        return "nnx"
+    eqx = sys.modules.get("equinox")
+    if eqx is not None and isinstance(model, eqx.Module):
+        return "equinox"
+    raise ArgumentTypeError(f"model must be Flax Linen variables (a mapping with 'params'), a Flax NNX "
+                            f"module or an Equinox module, got {type(model).__name__}")

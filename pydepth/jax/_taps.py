@@ -1,0 +1,177 @@
+"""Site taps: identities with a custom reverse rule that hand back what they saw at a residual
+site as the cotangent of a zero dummy leaf travelling with the parameters.
+
+A block's dummy has rows ``(input, mid, output)``. In sums mode (dummy ``[3, 5]``) a row's
+cotangent is ``[Σx², Σg², elements, Σbranch², positions]``; in tape mode (dummy ``[3, 2, *x]``)
+it is the activation and its adjoint in full. Cotangents of a shared leaf add up, so ``scan``
+stacks them per layer, ``vmap`` and sharded batches sum them, and ``remat`` recomputes them.
+The mid residual is the block input plus the attention submodule's output; its adjoint is the
+cotangent of that output.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from functools import partial
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from ..errors import SiteSpecError
+
+__all__ = ["ROWS", "STATS", "run_block", "run_attention", "recording_shapes", "stats_dummy_shape",
+           "tape_dummy_shape"]
+
+ROWS = ("input", "mid", "output")
+STATS = ("sum_x2", "sum_g2", "elements", "sum_branch2", "positions")
+_ROW = {name: i for i, name in enumerate(ROWS)}
+
+
+def stats_dummy_shape() -> Tuple[int, int]:
+    """The dummy of one block in sums mode: three rows of five sums."""
+    return (len(ROWS), len(STATS))
+
+
+def tape_dummy_shape(site_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The dummy of one block in tape mode: activation and adjoint of three sites."""
+    return (len(ROWS), 2, *tuple(site_shape))
+
+
+def _activation_and_branch(kind: str, x: Any, ctx: Any) -> Tuple[Any, Any]:
+    if kind == "input":
+        return x, None
+    if kind == "mid":
+        return ctx + x, x  # mid residual = block input + attention output
+    if ctx is None:
+        return x, None
+    x_in, attn = ctx
+    return x, x - (x_in + attn)  # the feed-forward branch
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _site(kind: str, x: Any, dummy: Any, ctx: Any) -> Any:
+    return x
+
+
+def _site_fwd(kind: str, x: Any, dummy: Any, ctx: Any) -> Tuple[Any, Tuple[Any, Any, Any]]:
+    return x, (x, dummy, ctx)
+
+
+def _site_bwd(kind: str, res: Tuple[Any, Any, Any], g: Any) -> Tuple[Any, Any, Any]:
+    x, dummy, ctx = res
+    act, branch = _activation_and_branch(kind, x, ctx)
+    row = _ROW[kind]
+    if dummy.ndim == 2:  # sums mode
+        dt = dummy.dtype
+        a, gg = act.astype(dt), g.astype(dt)
+        b2 = jnp.zeros((), dt) if branch is None else jnp.sum(jnp.square(branch.astype(dt)))
+        n = float(x.size)
+        stats = jnp.stack([jnp.sum(a * a), jnp.sum(gg * gg), jnp.asarray(n, dt), b2,
+                           jnp.asarray(n / float(x.shape[-1]), dt)])
+    else:
+        stats = jnp.stack([act.astype(dummy.dtype), g.astype(dummy.dtype)])
+    ct_dummy = jnp.zeros_like(dummy).at[row].set(stats)
+    ct_ctx = jax.tree_util.tree_map(jnp.zeros_like, ctx)
+    return g, ct_dummy, ct_ctx
+
+
+_site.defvjp(_site_fwd, _site_bwd)
+
+
+class _Frame:
+    """One block call in progress: its dummy, its (tapped) input and its attention output."""
+
+    def __init__(self, dummy: Any, x_in: Any) -> None:
+        self.dummy = dummy
+        self.x_in = x_in
+        self.attention: Optional[Any] = None
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.frames: List[_Frame] = []
+        self.shapes: Optional[Dict[str, Tuple[int, ...]]] = None
+
+
+@contextlib.contextmanager
+def recording_shapes() -> Iterator[Dict[str, Tuple[int, ...]]]:
+    """Records the residual shape each block (by name) sees while active."""
+    shapes: Dict[str, Tuple[int, ...]] = {}
+    previous, _FRAMES.shapes = _FRAMES.shapes, shapes
+    try:
+        yield shapes
+    finally:
+        _FRAMES.shapes = previous
+
+
+_FRAMES = _Stack()
+
+
+_Rebuild = Callable[[Any], Tuple[Tuple[Any, ...], Dict[str, Any]]]
+
+
+def _split_first(args: Tuple[Any, ...], kwargs: Dict[str, Any], what: str) -> Tuple[Any, _Rebuild]:
+    """The residual argument (the first positional one, else the first array keyword) and a
+    function putting a replacement back."""
+    if args:
+        return args[0], lambda v: ((v, *tuple(args[1:])), kwargs)
+    for key, value in kwargs.items():
+        if isinstance(value, jax.Array) or hasattr(value, "shape"):
+            return value, lambda v, k=key: (args, {**kwargs, k: v})
+    raise SiteSpecError(f"the {what} was called without an array argument; its first argument must be "
+                        "the residual stream")
+
+
+def _first_of(out: Any, what: str) -> Tuple[Any, Callable[[Any], Any]]:
+    if isinstance(out, (tuple, list)) and out:
+        return out[0], lambda v: type(out)([v, *out[1:]]) if isinstance(out, list) else (v, *tuple(out[1:]))
+    if hasattr(out, "shape"):
+        return out, lambda v: v
+    raise SiteSpecError(f"the {what} returned {type(out).__name__}; expected an array or a tuple whose "
+                        "first item is the residual stream")
+
+
+def run_block(call: Callable[..., Any], dummy_for: Callable[[Any], Any], args: Tuple[Any, ...],
+              kwargs: Dict[str, Any], *, attention: bool, name: str) -> Any:
+    """Calls a block with its input and output tapped; ``dummy_for(x)`` gives the block's dummy."""
+    x, put = _split_first(args, kwargs, f"block {name}")
+    if _FRAMES.shapes is not None:
+        _FRAMES.shapes.setdefault(name, tuple(x.shape))
+    dummy = dummy_for(x)
+    x = _site("input", x, dummy, None)
+    frame = _Frame(dummy, x)
+    _FRAMES.frames.append(frame)
+    try:
+        a, k = put(x)
+        out = call(*a, **k)
+    finally:
+        _FRAMES.frames.pop()
+    h, put_out = _first_of(out, f"block {name}")
+    if attention and frame.attention is None:
+        raise SiteSpecError(f"block {name} never called its attention submodule; name the submodule whose "
+                            "output the block adds to the residual")
+    if getattr(h, "shape", None) != getattr(x, "shape", None):
+        raise SiteSpecError(f"block {name} maps a residual of shape {x.shape} to {getattr(h, 'shape', None)}; "
+                            "a block must keep the residual's shape")
+    ctx = (frame.x_in, frame.attention) if attention else None
+    return put_out(_site("output", h, dummy, ctx))
+
+
+def run_attention(call: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any], *, name: str) -> Any:
+    """Calls a block's attention submodule with its output tapped as the mid site."""
+    if not _FRAMES.frames:
+        return call(*args, **kwargs)  # called outside an observed block: not a site
+    frame = _FRAMES.frames[-1]
+    if frame.attention is not None:
+        raise SiteSpecError(f"attention submodule {name} was called twice in one block call")
+    out = call(*args, **kwargs)
+    a, put = _first_of(out, f"attention submodule {name}")
+    if getattr(a, "shape", None) != frame.x_in.shape:
+        raise SiteSpecError(f"attention submodule {name} returned shape {getattr(a, 'shape', None)}; the block "
+                            f"input has {frame.x_in.shape}: name the submodule whose whole output the block "
+                            "adds to the "
+                            "residual (not one mapped per token inside a vmap)")
+    a = _site("mid", a, frame.dummy, frame.x_in)
+    frame.attention = a
+    return put(a)

@@ -1,0 +1,174 @@
+"""Residual health of a JAX decoder (Flax Linen, Flax NNX, Equinox), reported as pydepth's own
+:class:`pydepth.DepthHealthReport`.
+
+The model code is not edited: each block's input and output and its attention submodule's
+output pass through an identity whose reverse rule hands what it saw to a zero dummy leaf
+travelling with the parameters (see :mod:`._taps`). One reverse pass of the loss with respect to
+the dummies only (no weight gradient) gives, per site, the sums of squared activations and
+squared completed adjoints and the element count, so it works under ``jit``, ``scan``,
+``remat``, ``vmap`` and with sharded batches. ``method="tape"`` returns the full tensors
+instead, for unscanned models, and builds the report with the core's RMS arithmetic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Tuple
+
+import jax
+import numpy as np
+
+from ..errors import ArgumentTypeError, SiteSpecError
+from ..health import (BandLike, BranchHealthRow, DepthHealthReport, check_band, health_report_from_sites,
+                      valid_feature_rms)
+from ._deps import library_of, require_equinox, require_flax
+from ._taps import recording_shapes, stats_dummy_shape, tape_dummy_shape
+from .sites import ResidualSites, report_from_sums
+
+__all__ = ["observe_residual_health", "residual_sums", "residual_tape", "SiteTape"]
+
+LossFn = Callable[[Any, Any], Any]
+
+
+def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
+    if not callable(loss_fn):
+        raise ArgumentTypeError(f"loss_fn must be callable as loss_fn(model, batch), got {loss_fn!r}")
+    if not isinstance(sites, ResidualSites):
+        raise ArgumentTypeError(f"sites must be a pydepth.jax.ResidualSites, got {type(sites).__name__}")
+    library = library_of(model)
+    if library == "linen":
+        require_flax()
+        from ._linen import LinenAdapter
+        return LinenAdapter(loss_fn, model, sites)
+    if library == "nnx":
+        from ._nnx import NnxAdapter
+        return NnxAdapter(loss_fn, model, sites)
+    require_equinox()
+    from ._equinox import EquinoxAdapter
+    return EquinoxAdapter(loss_fn, model, sites)
+
+
+def _scalar_loss(adapter: Any, arrays: Any, batch: Any, dummies: Any) -> None:
+    out = jax.eval_shape(lambda d: adapter.call(arrays, batch, d), dummies)
+    if not hasattr(out, "shape") or out.shape != () or not np.issubdtype(out.dtype, np.floating):
+        raise ArgumentTypeError(f"loss_fn must return a floating scalar (the mean loss), got {out!r}")
+
+
+def _cotangents(adapter: Any, arrays: Any, batch: Any, shape: Tuple[int, ...]) -> Any:
+    dummies = adapter.zeros(shape)
+    _scalar_loss(adapter, arrays, batch, dummies)
+    grads = jax.grad(lambda d: adapter.call(arrays, batch, d))(dummies)
+    return adapter.to_blocks(grads)
+
+
+def residual_sums(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSites) -> Any:
+    """Per-block site sums ``[layers, 3, 5]`` (rows: block input, mid residual, block output;
+    columns: Σx², Σg², elements, Σ branch², positions) as a JAX array.
+
+    Traceable: call it inside your own ``jax.jit`` (next to a training step) and turn the result
+    into a report with :func:`pydepth.jax.sites.report_from_sums`. Arguments as for
+    :func:`observe_residual_health`."""
+    adapter = _adapter(loss_fn, model, sites)
+    adapter.prepare(batch)
+    return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape())
+
+
+def observe_residual_health(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSites,
+                            band: BandLike = None, method: str = "sums", jit: bool = True) -> DepthHealthReport:
+    """Activation RMS and completed mean-loss adjoint RMS at every residual site of a JAX model.
+
+    ``model`` is Flax Linen variables (``{"params": ...}``), a Flax NNX module or an Equinox
+    module, and ``loss_fn(model, batch)`` returns the scalar mean loss (for Linen it calls
+    ``module.apply(variables, ...)`` itself). ``sites`` (:class:`ResidualSites`) says where the
+    blocks are. Sites follow pydepth's layout: the first block's input, after each attention
+    addition, after each block; every position of ``batch`` enters the RMS. ``band`` is the
+    inclusive ratio band (default the chapter's). ``method="sums"`` (default) reduces on the
+    device; ``method="tape"`` (unscanned models, loss not vmapped over the batch) fetches full
+    tensors and uses the core's RMS arithmetic. ``jit`` compiles the reverse pass. Nothing in
+    ``model`` changes and no weight gradient is computed."""
+    low_high = check_band(band)
+    if method not in ("sums", "tape"):
+        raise ArgumentTypeError(f"method must be 'sums' or 'tape', got {method!r}")
+    if not isinstance(jit, bool):
+        raise ArgumentTypeError(f"jit must be a bool, got {jit!r}")
+    adapter = _adapter(loss_fn, model, sites)
+    if method == "tape":
+        tape = _tape(adapter, batch, jit)
+        gains, final = adapter.gains()
+        return _report_from_tape(tape, sites, low_high, gains, final)
+    adapter.prepare(batch)
+
+    def sums(arrays: Any, b: Any) -> Any:
+        return _cotangents(adapter, arrays, b, stats_dummy_shape())
+
+    fn = jax.jit(sums) if jit else sums
+    result = np.asarray(fn(adapter.arrays(), batch), dtype=np.float64)
+    gains, final = adapter.gains()
+    return report_from_sums(result, attention=sites.attention is not None, band=low_high, gains=gains,
+                            final_norm_gain=final)
+
+
+@dataclass(frozen=True)
+class SiteTape:
+    """Full site tensors of one observation: ``activations[b]`` and ``adjoints[b]`` hold block
+    ``b``'s rows (input, mid residual, output), each the residual's shape, as numpy float64."""
+
+    activations: Tuple[np.ndarray, ...]
+    adjoints: Tuple[np.ndarray, ...]
+
+
+def _tape(adapter: Any, batch: Any, jit: bool) -> SiteTape:
+    if adapter.sites.stacked:
+        raise SiteSpecError("method='tape' needs unrolled blocks; a scanned stack is observed with "
+                            "method='sums'")
+    adapter.prepare(batch)
+    arrays = adapter.arrays()
+    with recording_shapes() as shapes:
+        jax.eval_shape(lambda a: adapter.call(a, batch, adapter.zeros(stats_dummy_shape())), arrays)
+    found = list(shapes.values()) or adapter.site_shapes()
+    if not found or any(s != found[0] for s in found):
+        raise SiteSpecError(f"the blocks saw residual shapes {found}; the tape needs one shape")
+
+    def run(a: Any, b: Any) -> Any:
+        return (_cotangents(adapter, a, b, tape_dummy_shape(found[0])),
+                _cotangents(adapter, a, b, stats_dummy_shape()))
+
+    full, sums = (np.asarray(v, dtype=np.float64) for v in (jax.jit(run) if jit else run)(arrays, batch))
+    if float(sums[0, 0, 2]) != float(np.prod(found[0])):  # a vmap over the batch inside the loss
+        raise SiteSpecError(f"the sites saw {int(sums[0, 0, 2])} elements in all but {int(np.prod(found[0]))} "
+                            f"per call (shape {found[0]}): the loss maps the blocks over the batch, so the tape "
+                            "would add examples together; use method='sums'")
+    return SiteTape(tuple(full[:, :, 0]), tuple(full[:, :, 1]))
+
+
+def residual_tape(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSites, jit: bool = True) -> SiteTape:
+    """The full activation and completed adjoint of every site of an unrolled model (debugging);
+    arguments as for :func:`observe_residual_health`."""
+    return _tape(_adapter(loss_fn, model, sites), batch, jit)
+
+
+def _report_from_tape(tape: SiteTape, sites: ResidualSites, band: Tuple[float, float], gains: Any,
+                      final: Tuple[float, ...]) -> DepthHealthReport:
+    attention = sites.attention is not None
+    layers = len(tape.activations)
+    rows = [(0, 0)] + [(b, r) for b in range(layers) for r in ((1, 2) if attention else (2,))]
+    acts = [flat_row(tape.activations[b][r]) for b, r in rows]
+    grads = [flat_row(tape.adjoints[b][r]) for b, r in rows]
+    labels = None if attention else ["input"] + [f"block.{b}.output" for b in range(layers)]
+    branches: Tuple[BranchHealthRow, ...] = ()
+    if attention:
+        mask = np.ones(acts[0].shape[:2], dtype=bool)
+        branch = []
+        for b in range(layers):
+            x_in, mid, out = (flat_row(tape.activations[b][r]) for r in range(3))
+            branch.append(BranchHealthRow(
+                block=b, attention_output_rms=valid_feature_rms(mid - x_in, mask, what=f"block {b} attention output"),
+                feed_forward_output_rms=valid_feature_rms(out - mid, mask, what=f"block {b} feed-forward output"),
+                attention_norm_gain=gains[b][0], feed_forward_norm_gain=gains[b][1]))
+        branches = tuple(branch)
+    return health_report_from_sites(acts, grads, None, band=band, labels=labels, branches=branches,
+                                    final_norm_gain=final)
+
+
+def flat_row(a: np.ndarray) -> np.ndarray:
+    """A site tensor as ``[batch, tokens, features]`` (leading axes merged when not rank 3)."""
+    return a if a.ndim == 3 else a.reshape((-1, 1, *a.shape[-1:]))
