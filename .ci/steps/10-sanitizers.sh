@@ -34,7 +34,11 @@ export LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_nu
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Run from outside the tree so the sanitized build is the one imported.
 (cd "$work" && "$work/venv/bin/python" -c "import pydepth, sys; assert pydepth.__file__.startswith('$site'), pydepth.__file__")
-(cd "$work" && "$work/venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 "$root/tests" 2>&1) | tee "$log" || status=$?
+# Left out (tests/README.md says why): tests that exercise other runtimes rather than pydepth's C
+# code (jaxlib, Lightning/DDP/W&B/MLflow subprocesses) and Chromium, which the preload would break.
+(cd "$work" && "$work/venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
+  --ignore-glob="$root/tests/test_jax_*.py" --ignore="$root/tests/test_torch_callbacks.py" \
+  -k "not headless_chromium" "$root/tests" 2>&1) | tee "$log" || status=$?
 if grep -E -q "runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|UndefinedBehaviorSanitizer" "$log"; then
   echo "sanitizer report in the test run" >&2
   status=1
