@@ -17,7 +17,10 @@ from .model import NamedParameter
 Schedule = Callable[[int], float]
 LearningRate = Union[float, Schedule]
 
-__all__ = ["Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
+#: Most updates an optimizer counts: the bias correction uses the step as an exact float64.
+MAX_STEP = 2**53
+
+__all__ = ["MAX_STEP", "Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
 
 
 def _status(ident: str) -> int:
@@ -179,6 +182,8 @@ class Optimizer:
     def step(self) -> None:
         """One update of every parameter from its accumulated gradient. A result that would be
         NaN or infinite refuses the whole step: no value, slot, revision or step count changes."""
+        if self._step >= MAX_STEP:
+            raise OptimizerStateError(f"{type(self).__name__} has taken {self._step} steps, the most it counts")
         lr = self._current_lr(self._step)
         slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
         try:
@@ -216,6 +221,8 @@ class Optimizer:
             raise OptimizerStateError(f"optimizer hyperparameters {state['hyperparameters']!r}: {err}") from None
         try:
             step = _count("step", state["step"])
+            if step > MAX_STEP:
+                raise InvalidHyperparameterError(f"step must be at most 2**53 (the steps an optimizer counts), got {step}")
         except InvalidHyperparameterError as err:
             raise OptimizerStateError(str(err)) from None
         slots = _checked_slots(state["slots"], self._params, fresh.slot_names)
