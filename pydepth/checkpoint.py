@@ -233,6 +233,9 @@ def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.nd
     keys = {"optimizer", "hyperparameters", "step", "slots"}
     if not isinstance(opt_meta, dict) or set(opt_meta) != keys or not isinstance(opt_meta["slots"], list):
         raise CheckpointFormatError(f"{path}: metadata optimizer must be an object with keys {sorted(keys)}")
+    names = opt_meta["slots"]
+    if len(names) > 2 or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+        raise CheckpointFormatError(f"{path}: metadata optimizer slots must be distinct slot names, got {str(names)[:80]}")
     slots: Dict[str, Dict[str, np.ndarray]] = {}
     expected = set()
     for p in model.parameters:
