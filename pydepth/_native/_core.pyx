@@ -9,10 +9,12 @@ from libc.string cimport memcpy, memset
 from cpython.exc cimport PyErr_Occurred
 from ._cdefs cimport *
 import operator
+from ..errors import PydepthError
 
 
-class CoreError(Exception):
-    """A status from the C core; pydepth.errors turns it into a typed exception."""
+class CoreError(PydepthError):
+    """A status from the C core; pydepth.errors turns it into a typed exception. One that
+    escapes untranslated is still a PydepthError and prints its status by name."""
 
     def __init__(self, code, index=0, value=0.0, block=-1, node=-1):
         super().__init__(code, index, value, block, node)
@@ -21,6 +23,11 @@ class CoreError(Exception):
         self.value = float(value)
         self.block = int(block)
         self.node = int(node)
+
+    def __str__(self):
+        name = {c: n for n, c in STATUS_CODES.items()}.get(self.code, "unknown status")
+        where = f", block {self.block}, node {self.node}" if self.block >= 0 or self.node >= 0 else ""
+        return f"pydepth core refused: {name} (status {self.code}), index {self.index}, value {self.value!r}{where}"
 
 
 cdef inline raise_status(pd_status st, pd_error *e):
