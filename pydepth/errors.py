@@ -220,4 +220,10 @@ class ElementaryInputError(PydepthError, TypeError, ValueError):
     or the arguments' shapes do not broadcast."""
 
 
+
+class ReportInputError(PydepthError, ValueError):
+    """``pydepth report`` was given a directory it cannot read: missing, not pydepth output, or
+    holding a file that is not what its name says."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

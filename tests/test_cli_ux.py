@@ -104,7 +104,7 @@ def _cfg(tmp_path, cfg=DecoderConfig(266, 4, 1, 4, 8, 4)):
 
 def test_observe_control_equals_the_demo_control(tmp_path, capsys):
     from pydepth.chapter.demo import demo_trace
-    assert cli.main([*_cfg(tmp_path), "--control"]) == 0
+    assert cli.main([*_cfg(tmp_path), "--control", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     want = demo_trace()["fixtures"][2]["same_base_unscaled_control"]
     assert doc["same_base_unscaled_control"]["loss"] == want["loss"]
@@ -114,7 +114,7 @@ def test_observe_control_equals_the_demo_control(tmp_path, capsys):
 
 
 def test_observe_band_is_used_and_recorded(tmp_path, capsys):
-    assert cli.main([*_cfg(tmp_path), "--band", "0.5,2"]) == 0
+    assert cli.main([*_cfg(tmp_path), "--band", "0.5,2", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)["report"]
     assert report["band"] == [0.5, 2.0] and report["within_band"] is False
     for bad in ("2,1", "x", "1", "nan,1"):
@@ -126,7 +126,7 @@ def test_observe_band_is_used_and_recorded(tmp_path, capsys):
 
 def test_output_writes_the_document_to_a_file(tmp_path, capsys):
     out = tmp_path / "observed.json"
-    assert cli.main([*_cfg(tmp_path), "--output", str(out)]) == 0
+    assert cli.main([*_cfg(tmp_path), "--format", "json", "--output", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and f"wrote {out}" in captured.err
     assert json.loads(out.read_text())["report"]["within_band"] is True
@@ -181,3 +181,23 @@ def test_a_broken_pipe_other_than_stdout_is_still_reported(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "pydepth: error: [Errno 32] Broken pipe (a worker connection)" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["demo", "observe"])
+def test_demo_and_observe_print_tables_by_default_and_json_when_asked(command, tmp_path, capsys):
+    argv = ["demo"] if command == "demo" else _cfg(tmp_path)
+    assert cli.main(argv) == 0
+    table = capsys.readouterr().out
+    assert "activation" in table and not table.lstrip().startswith("{")
+    assert cli.main([*argv, "--format", "json"]) == 0
+    assert isinstance(json.loads(capsys.readouterr().out), dict)
+
+
+def test_every_subcommand_documents_the_same_exit_codes_in_its_help():
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    assert set(commands) == set(cli.SUBCOMMANDS)
+    for name, command in commands.items():
+        text = " ".join(command.format_help().split())
+        assert "Exit status: 0 success; 1 a refused input or a failed check; 2 a usage error" in text, name
+        assert "130 interrupted (Ctrl-C)" in text, name

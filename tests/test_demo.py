@@ -227,7 +227,7 @@ def _env():
 
 
 def test_python_m_pydepth_demo(doc, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pydepth", "demo"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "pydepth", "demo", "--format", "json"], capture_output=True, text=True,
                           cwd=tmp_path, env=_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == json.loads(json.dumps(doc))
@@ -272,7 +272,7 @@ def test_plot_writes_png_and_svg(tmp_path, capsys):
 def _observe(capsys, tmp_path, cfg, *extra):
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps(cfg.to_dict()))
-    code = cli.main(["observe", "--config", str(path), *extra])
+    code = cli.main(["observe", "--config", str(path), "--format", "json", *extra])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

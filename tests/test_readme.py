@@ -23,7 +23,9 @@ def test_readme_python_snippet_runs(index, tmp_path):
     code = SNIPPETS[index]
     if "pydepth.plots" in code and not os.environ.get("CI"):  # CI installs the plot extra
         pytest.importorskip("matplotlib")
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+    script = tmp_path / f"readme_snippet_{index}.py"  # as a user saves it: a file, not python -c
+    script.write_text(code)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, f"snippet {index}:\n{code}\n{run.stderr}"
 

@@ -439,12 +439,17 @@ def test_depth_check_writes_figures_summary_and_data(tmp_path):
     assert cli.returncode == 0, cli.stderr
     out = tmp_path / "dc"
     for stem in ("depth-check-w4", "depth-check-w16", "sites-d4-w4", "sites-d4-w16"):
-        png = (out / f"{stem}.png").read_bytes()
+        png = (out / "figures" / f"{stem}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-        assert (out / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        assert (out / "figures" / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+    assert not list(out.glob("*.png")) and not list(out.glob("*.svg"))  # the parts' folder holds no figure
+    import pyarrow.dataset
+    rows = pyarrow.dataset.dataset(out, format="parquet", exclude_invalid_files=True).to_table().num_rows
+    assert rows == read_table(out).num_rows
     summary = (out / "summary.txt").read_text()
     assert "First depth out of the band" in summary and summary.strip() in cli.stdout
-    assert "unscaled" in summary and " of 3 seeds" in summary
+    assert max(len(line) for line in summary.splitlines()) <= 100
+    assert "unscaled" in summary and " of 3 seeds" in summary.replace("\n  ", " ")
     assert read_table(out).num_rows == sum(2 * d + 1 for d in (1, 2, 4)) * 2 * 3 * 2 * 2  # two steps
 
 

@@ -255,3 +255,12 @@ def test_training_runs_outside_the_main_thread_without_a_signal_handler(tmp_path
     worker.start()
     worker.join()
     assert codes == [0] and (tmp_path / "t" / "step-000001.safetensors").exists()
+
+
+def test_the_example_data_readme_states_the_configs_true_parameter_count():
+    import json
+    import re
+    data = ROOT / "examples" / "data"
+    config = pydepth.DecoderConfig.from_dict(json.loads((data / "byte-8block.json").read_text()))
+    stated = re.search(r"([\d,]+) parameters", (data / "README.md").read_text()).group(1)
+    assert int(stated.replace(",", "")) == config.parameter_count

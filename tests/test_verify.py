@@ -115,7 +115,25 @@ def test_cli_passes_on_the_packaged_fixtures(tmp_path):
     assert lines[1].startswith("on ") and lines[1].endswith(", 2 threads")
     assert [line.split(":")[0] for line in lines[2:5]] == ["PASS narrow-1", "PASS narrow-2",
                                                          "PASS batch-heads-2"]
-    assert lines[-1] == "all fixtures bit-exact"
+    assert lines[5].startswith("verifying the chapter's published tables")
+    assert [line.split(":")[0] for line in lines[6:10]] == [
+        f"PASS {name} (published tables)" for name in ("narrow-1", "narrow-2", "narrow-8", "bridge-2")]
+    assert lines[-1] == "all fixtures match"
+
+
+def test_the_published_tables_are_checked_number_by_number_and_a_changed_one_fails(tmp_path):
+    from pydepth.chapter.published import load_published, verify_published
+    doc = load_published()
+    assert all(r.passed and r.checked > 20 for r in verify_published())
+    doc["fixtures"][3]["sites"][2]["adjoint_ratio"] += 1e-6
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps(doc))
+    results = verify_published(path)
+    assert [r.passed for r in results] == [True, True, True, False]
+    assert results[3].differing == 1 and results[3].first_difference.where == "site 2 adjoint_ratio"
+    (tmp_path / "broken.json").write_text("[")
+    with pytest.raises(ReferenceDataError, match="cannot read published tables"):
+        verify_published(tmp_path / "broken.json")
 
 
 def test_cli_fails_with_the_first_differing_value(reference_trace, tmp_path):

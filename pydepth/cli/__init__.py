@@ -28,7 +28,12 @@ SUBCOMMANDS = (
     "sweep",
     "depth-check",
     "audit",
+    "report",
 )
+
+#: The exit codes of every subcommand, as its --help states them.
+EXIT_CODES = ("Exit status: 0 success; 1 a refused input or a failed check; 2 a usage error or a missing "
+              "optional extra; 130 interrupted (Ctrl-C); 141 the reader of stdout went away.")
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
@@ -44,12 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every subcommand."""
     parser = argparse.ArgumentParser(
         prog="pydepth", description="Depth-scaled initialization and residual health of small "
-        "float64 decoders (chapter 6).", epilog="Run 'pydepth COMMAND --help' for a command's options.")
+        "float64 decoders (chapter 6).", epilog="Run 'pydepth COMMAND --help' for a command's options. " + EXIT_CODES)
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
         _module(name).register(sub)
+    for name, command in sub.choices.items():  # every subcommand documents the same exit codes
+        command.epilog = f"{command.epilog} {EXIT_CODES}" if command.epilog else EXIT_CODES
     return parser
 
 

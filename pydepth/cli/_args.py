@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import math
 import sys
 from typing import Any, Callable, List, Optional, Sequence
@@ -121,12 +122,11 @@ def add_band(p: argparse.ArgumentParser) -> None:
                    "recorded in the report")
 
 
-def add_output(p: argparse.ArgumentParser, *, default_format: str) -> None:
-    """``--format json|table`` and ``--output FILE``, the same on every subcommand."""
-    other = "table" if default_format == "json" else "json"
-    p.add_argument("--format", choices=("json", "table"), default=default_format,
-                   help=f"{'a JSON document' if default_format == 'json' else 'tables for people'} "
-                   f"(default) or {'tables for people' if other == 'table' else 'a JSON document'}")
+def add_output(p: argparse.ArgumentParser) -> None:
+    """``--format table|json`` and ``--output FILE``, the same on every subcommand: tables for
+    people by default, a JSON document when asked."""
+    p.add_argument("--format", choices=("json", "table"), default="table",
+                   help="tables for people (default) or a JSON document")
     p.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
 
 
@@ -141,6 +141,7 @@ def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
     """Writes ``doc`` as JSON or ``text`` (per ``--format``) to ``--output`` or stdout."""
     body = (json.dumps(doc, indent=1) if args.format == "json" else text) + "\n"
     if getattr(args, "output", None):
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as fh:
             fh.write(body)
         sys.stderr.write(f"wrote {args.output}\n")

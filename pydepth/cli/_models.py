@@ -36,13 +36,19 @@ def is_hf_source(path: str) -> bool:
     return isinstance(data, dict) and "model_type" in data
 
 
+def has_weights(path: str) -> bool:
+    """True when ``path`` is a saved Hugging Face model directory (its weights are loaded, no seed needed)."""
+    p = pathlib.Path(path)
+    return p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS)
+
+
 def _hf_model(path: str, seed: int, dtype: Any) -> Tuple[Any, str]:
     from ..torch._deps import require_transformers
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: local files only
     transformers = require_transformers()
     import torch
     p = pathlib.Path(path)
-    if p.is_dir() and any((p / name).exists() for name in HF_WEIGHTS):
+    if has_weights(path):
         model = transformers.AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=dtype)
         return model, f"Hugging Face checkpoint {p} ({model.config.model_type})"
     config_file = p / "config.json" if p.is_dir() else p

@@ -14,14 +14,18 @@ def run(args: argparse.Namespace) -> int:
     """Observes a Hugging Face model; ``--targets`` are its labels (shifted inside the model;
     default the inputs), ``--valid`` its attention mask. Returns the exit code."""
     from ..errors import TorchDependencyError
-    from ._models import load_torch_model
+    from ._models import has_weights, load_torch_model
     if args.control:
         raise ValueError("--control needs a pydepth config (a Hugging Face model has no same-base "
                          "unscaled draw)")
     if args.plot and _args.plot_missing():
         return 2
+    if args.seed is None and not has_weights(args.config):
+        _args.error("--seed is required for a Hugging Face config without weights (the torch seed of its "
+                    "random initialization)")
+        return 2
     try:
-        module, description = load_torch_model(args.config, seed=args.seed)
+        module, description = load_torch_model(args.config, seed=0 if args.seed is None else args.seed)
         from ..torch import observe_residual_health
     except TorchDependencyError as err:
         _args.error(str(err))

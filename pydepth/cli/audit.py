@@ -9,7 +9,11 @@ from . import _args
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``audit`` subcommand and its options."""
     p = sub.add_parser("audit", help="audit a model's initialization against a depth-scaling scheme "
-                       "(pydepth config, Hugging Face config or local model directory)")
+                       "(pydepth config, Hugging Face config or local model directory)",
+                       description="Measures the standard deviation of every weight matrix of MODEL and "
+                       "compares the residual output projections with what a depth-scaling scheme predicts, "
+                       "one verdict per matrix. Needs the 'torch' extra (pip install 'pydepth[torch]'; "
+                       "'pydepth[hf]' for Hugging Face models).")
     p.add_argument("model", metavar="MODEL",
                    help="a pydepth DecoderConfig JSON, a Hugging Face config.json, or a local Hugging Face "
                    "model directory (its weights when present; nothing is downloaded)")
@@ -27,7 +31,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--unscaled", action="store_true",
                    help="pydepth configs: audit the plain Xavier model instead of the depth-initialized one")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when any matrix is not 'ok'")
-    _args.add_output(p, default_format="table")
+    _args.add_output(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        description="Initialize the chapter's four fixed decoders (seed 4701) and "
                        "their same-base unscaled controls, check every stored transform bit for bit, "
                        "and report residual health; exits 1 when a self-check fails.")
-    _args.add_output(p, default_format="json")
+    _args.add_output(p)
     p.add_argument("--plot", metavar="DIR", help="also write one ratio plot per fixture (PNG and SVG, "
                    "control overlaid) into DIR (needs pip install 'pydepth[plot]')")
 

@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import argparse
 
-from .sweep import add_grid_options, grid_changes, missing_extra
+from .sweep import add_grid_options, grid_changes, missing_extra, spec_defaults
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Adds the ``depth-check`` subcommand and its options."""
     from ..sweep.presets import DEPTH_CHECK
     p = sub.add_parser("depth-check", help="where scaled and unscaled models leave the band, by depth",
-                       description="Sweeps depths 1..64 x seeds x {scaled, unscaled} x steps "
-                       "{0, 1, 2, 5, 10}, writes the results, figures (PNG and SVG) and summary.txt "
-                       "into --out and prints where each policy first leaves the band. Needs the "
-                       "'sweep' and 'plot' extras.")
-    add_grid_options(p, DEPTH_CHECK)
+                       description="Sweeps depths 1, 2, 4, ..., 64 (powers of two) x widths 16, 64 x seeds "
+                       "0-4 x {scaled, unscaled} x steps {0, 1, 2, 5, 10} (every one can be changed below), "
+                       "writes the results and summary.txt into --out and the figures (PNG and SVG) "
+                       "into --out/figures, and prints where each policy first leaves the band. Needs "
+                       "the 'sweep' and 'plot' extras.")
+    add_grid_options(p, spec_defaults(**DEPTH_CHECK))
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the figures")
 
 

@@ -25,7 +25,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="table")
+    _args.add_output(p)
     _args.add_plot(p)
     from ..chapter.laptop import PLAN
     for name in _OVERRIDES:

@@ -19,7 +19,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--config", required=True, metavar="CONFIG.json",
                    help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}}), or a "
                    "Hugging Face config.json or local model directory (observed through pydepth.torch)")
-    p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed of the base initializer")
+    p.add_argument("--seed", type=_args.seed, default=None,
+                   help="SplitMix64 seed of the base initializer (a Hugging Face config: the torch seed of "
+                   "its random initialization); required unless --config is a saved model with weights")
     p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
                    help="comma-separated input ids, row-major")
     p.add_argument("--targets", type=_args.ints, metavar="IDS",
@@ -31,7 +33,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
-    _args.add_output(p, default_format="json")
+    _args.add_output(p)
     _args.add_plot(p)
 
 
@@ -55,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from . import _models, _observe_torch
     if _models.is_hf_source(args.config):
         return _observe_torch.run(args)
+    if args.seed is None:
+        _args.error("--seed is required for a pydepth config (the SplitMix64 seed of its initialization)")
+        return 2
     if args.targets is None:
         raise ValueError("--targets is required for a pydepth config")
     if args.plot and _args.plot_missing():

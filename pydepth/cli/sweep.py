@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Tuple
 
 from . import _args
 
@@ -29,12 +29,24 @@ _GRID = (
 )
 
 
-def add_grid_options(p: argparse.ArgumentParser, defaults: Optional[Dict[str, Any]] = None, *,
-                     out_required: bool = True) -> None:
-    """Adds the grid and engine options shared by ``sweep`` and ``depth-check``."""
-    defaults = defaults or {}
+def spec_defaults(**preset: Any) -> Dict[str, Any]:
+    """Every grid field's default: ``SweepSpec``'s own, then the ``preset``'s (depth-check's grid)."""
+    import dataclasses
+
+    from ..sweep.spec import SweepSpec
+    found = {f.name: f.default for f in dataclasses.fields(SweepSpec)
+             if f.init and f.default is not dataclasses.MISSING}
+    return {**found, **preset}
+
+
+def add_grid_options(p: argparse.ArgumentParser, defaults: Dict[str, Any], *, out_required: bool = True,
+                     required: Tuple[str, ...] = ()) -> None:
+    """Adds the grid and engine options shared by ``sweep`` and ``depth-check``; the help of each
+    shows its default (or that it is required)."""
     for flag, field, kind, text in _GRID:
-        if field in defaults:
+        if field in required:
+            text = f"{text} (required unless SPEC.json gives it)"
+        elif field in defaults:
             shown = defaults[field]
             shown = ",".join(map(str, shown)) if isinstance(shown, (tuple, list)) else shown
             text = f"{text} (default {shown})"
@@ -85,7 +97,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--plot", metavar="DIR", default=None,
                    help="also write the depth-check figures (PNG and SVG) into DIR "
                    "(needs pip install 'pydepth[plot]')")
-    add_grid_options(p, out_required=False)  # --rerun needs no --out: checked in run()
+    add_grid_options(p, spec_defaults(), out_required=False,  # --rerun needs no --out: checked in run()
+                     required=("depths", "widths", "seeds"))
 
 
 def run(args: argparse.Namespace) -> int:

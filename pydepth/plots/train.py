@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from ..health import HEALTH_BAND
 from .style import mark_out_of_band, new_figure, pyplot, ratio_axis, save_figure, shade_band, wrap_title
 
-__all__ = ["plot_training"]
+__all__ = ["plot_training", "training_figure"]
 
 
 def _ratios(ax: Any, observations: Sequence[Dict[str, Any]], key: str, ylabel: str, title: str) -> None:
@@ -44,12 +44,11 @@ def _step_axis(ax: Any, steps: Sequence[int]) -> None:
 _STEP_LABEL = "step (parameters after this many updates)"
 
 
-def plot_training(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[str, Any]],
-                  path: Union[str, pathlib.Path], *, formats: Optional[Sequence[str]] = None,
-                  title: Optional[str] = None) -> List[pathlib.Path]:
-    """Writes the figure of train.jsonl rows (step, loss) and health.jsonl rows (step, loss,
-    report) to path (.png, .svg or .pdf; or path.{fmt} for each of formats) and returns the paths.
-    Every panel's x axis is the number of updates the parameters have had (integer ticks)."""
+def training_figure(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[str, Any]], *,
+                    title: Optional[str] = None) -> Any:
+    """The training figure of train.jsonl rows (step, loss) and health.jsonl rows (step, loss,
+    report) as a matplotlib ``Figure``, not saved. Every panel's x axis is the number of updates
+    the parameters have had (integer ticks)."""
     fig, (loss_ax, act_ax, adj_ax) = new_figure(3)
     # train.jsonl row N holds the loss taken before update N, i.e. of the parameters after N-1 updates:
     # drawn at N-1 so every panel shares one step axis; an end observation adds the final parameters' loss
@@ -66,4 +65,12 @@ def plot_training(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[s
     _ratios(adj_ax, observations, "adjoint_ratio", "G_s / G_2L", "mean-loss adjoint RMS ratio per site")
     if title:
         fig.suptitle(wrap_title(title, 140))
-    return save_figure(fig, path, formats)
+    return fig
+
+
+def plot_training(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict[str, Any]],
+                  path: Union[str, pathlib.Path], *, formats: Optional[Sequence[str]] = None,
+                  title: Optional[str] = None) -> List[pathlib.Path]:
+    """Writes :func:`training_figure` to path (.png, .svg or .pdf; or path.{fmt} for each of
+    formats) and returns the paths."""
+    return save_figure(training_figure(steps, observations, title=title), path, formats)

@@ -12,13 +12,15 @@ from .spec import SweepSpec
 from .store import read_table
 from .summary import BandExit, band_exits, cell_steps, summary_lines
 
-__all__ = ["DEPTH_CHECK", "depth_check_spec", "DepthCheckResult", "depth_check", "SUMMARY_FILE"]
+__all__ = ["DEPTH_CHECK", "depth_check_spec", "DepthCheckResult", "depth_check", "SUMMARY_FILE", "FIGURES_DIR"]
 
 #: The default grid of ``pydepth depth-check``.
 DEPTH_CHECK = dict(depths=(1, 2, 4, 8, 16, 32, 64), widths=(16, 64), seeds=(0, 1, 2, 3, 4),
                    policies=("scaled", "unscaled"), steps=(0, 1, 2, 5, 10))
 #: The summary written next to the results.
 SUMMARY_FILE = "summary.txt"
+#: The subfolder of the results that holds the figures.
+FIGURES_DIR = "figures"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -46,7 +48,8 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
                 progress: bool = True, stream: Optional[TextIO] = None,
                 recompute_damaged: bool = False) -> DepthCheckResult:
     """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
-    ``summary.txt`` and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` there."""
+    ``summary.txt`` there and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` into
+    ``out/figures`` (beside the Parquet parts they would stop ``pyarrow.dataset`` reading ``out``)."""
     if plots:
         from ..plots.style import pyplot
         pyplot()  # a missing matplotlib is reported before any work
@@ -60,5 +63,5 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
     figures: List[pathlib.Path] = []
     if plots:
         from .plots import plot_sweep
-        figures = plot_sweep(table, steps, out, spec.band)
+        figures = plot_sweep(table, steps, pathlib.Path(out) / FIGURES_DIR, spec.band)
     return DepthCheckResult(result, band_exits(steps, spec.band), lines, figures)

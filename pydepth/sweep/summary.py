@@ -3,6 +3,7 @@ per width, policy and step, the depth at which a policy first leaves the band.""
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -114,6 +115,17 @@ def band_exits(steps: List[CellStep], band: Sequence[float]) -> List[BandExit]:
     return out
 
 
+def _short(cause: str) -> str:
+    """``adjoint ratio above 100`` as ``G > 100``: the table's column stays narrow."""
+    for long, short in (("activation ratio", "A"), ("adjoint ratio", "G"), (" above ", " > "), (" below ", " < ")):
+        cause = cause.replace(long, short)
+    return cause
+
+
+#: the summary's width in characters (a terminal of 100 columns)
+SUMMARY_WIDTH = 100
+
+
 def _fmt(x: float) -> str:
     return "error" if isinstance(x, float) and math.isnan(x) else f"{x:.4g}"
 
@@ -135,17 +147,20 @@ def summary_lines(steps: List[CellStep], band: Sequence[float]) -> List[str]:
         rows.append((str(e.width), e.policy, str(e.step),
                      str(e.depth) if e.depth else "-",
                      f"{e.seeds_out}/{e.seeds}" if e.depth else f"0/{e.seeds}",
-                     e.cause or "-", f"{e.deepest_seeds_out}/{e.seeds}", _fmt(float(act)), _fmt(float(adj))))
+                     _short(e.cause) or "-", f"{e.deepest_seeds_out}/{e.seeds}", _fmt(float(act)),
+                     _fmt(float(adj))))
     low, high = band
     lines = [f"First depth out of the band [{low}, {high:g}] (any site, activation or adjoint ratio):"]
-    lines += format_table(("width", "policy", "step", "first depth out", "seeds out there", "why",
-                           "seeds out at deepest", "median max A_s/A_0 deepest",
-                           "median max G_s/G_2L deepest"), rows)
+    lines += format_table(("width", "policy", "step", "first out", "seeds out", "why", "out deepest",
+                           "max A deep", "max G deep"), rows)
+    lines += textwrap.wrap("first out: the smallest depth where a seed leaves the band; out deepest: seeds "
+                           "out at the deepest depth; max A/G deep: the median over seeds, at the deepest "
+                           "depth, of the largest A_s/A_0 and G_s/G_2L over the sites.", SUMMARY_WIDTH)
     if exits:
         last = max(e.step for e in exits)
         first = min(e.step for e in exits)
         lines.append("")
         for e in exits:
             if e.step in (first, last):
-                lines.append(e.sentence())
+                lines += textwrap.wrap(e.sentence(), SUMMARY_WIDTH, subsequent_indent="  ")
     return lines

@@ -1,0 +1,44 @@
+"""``pydepth report``: one self-contained HTML page from the output directory of ``depth-check``,
+``sweep``, ``train`` or ``observe`` (figures inline as SVG, tables, the run's specification and
+versions, this machine's ``verify`` status, and how to read it). Needs the ``plot`` extra."""
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Optional, Union
+
+from .page import Section, page
+from .reading import HOW_TO_READ
+from .run_info import environment_section, verify_section
+from .sections import SECTIONS
+from .sources import kind_of, read_json
+
+__all__ = ["build_report", "write_report"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def build_report(directory: PathLike) -> str:
+    """The HTML page of ``directory`` as a string."""
+    from ..plots.style import pyplot
+    pyplot()  # the figures need matplotlib: refuse before reading anything
+    where = pathlib.Path(directory)
+    kind = kind_of(where)
+    recorded = []
+    if (where / "sweep.json").is_file():
+        recorded.append(("pydepth", str(read_json(where / "sweep.json").get("pydepth_version", "?"))))
+    sections = [Section("How to read this", HOW_TO_READ[kind]), *SECTIONS[kind](where),
+                environment_section(recorded), verify_section()]
+    return page(f"pydepth {kind}: {where.resolve().name}", f"Report of the {kind} output in {where.resolve()}",
+                sections)
+
+
+def write_report(directory: PathLike, out: Optional[PathLike] = None) -> pathlib.Path:
+    """Writes the page of ``directory`` to ``out`` and returns the path. The default is
+    ``DIR-report.html`` beside the directory, so a result store holds only its own files."""
+    where = pathlib.Path(directory)
+    target = pathlib.Path(out) if out is not None else where.resolve().with_name(f"{where.resolve().name}-report.html")
+    text = build_report(directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target

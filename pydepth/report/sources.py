@@ -1,0 +1,74 @@
+"""Reading an output directory: which command wrote it, and its files as plain Python values.
+Every unreadable or foreign file is a :class:`~pydepth.errors.ReportInputError` naming it."""
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any, Dict, List, Optional
+
+from ..errors import ReportInputError
+
+__all__ = ["find_observe_document", "kind_of", "read_json", "read_json_lines"]
+
+
+def read_json(path: pathlib.Path) -> Any:
+    """A JSON file's value."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ReportInputError(f"cannot read {str(path)!r} as JSON: {err}") from None
+
+
+def read_json_lines(path: pathlib.Path) -> List[Dict[str, Any]]:
+    """The objects of a JSON-lines log; a torn last line (a run stopped mid-write) is left out."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReportInputError(f"cannot read {str(path)!r}: {err}") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as err:
+            if number == len(lines):
+                break
+            raise ReportInputError(f"{str(path)!r} line {number} is not JSON: {err}") from None
+        if not isinstance(row, dict):
+            raise ReportInputError(f"{str(path)!r} line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def find_observe_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
+    """The first ``*.json`` file (by name) holding a ``pydepth observe`` result, or None."""
+    for path in sorted(directory.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("report"), dict) and "sites" in doc["report"]:
+            return path
+    return None
+
+
+# (kind, what marks it) in the order they are tried: a depth check is a sweep with a summary.
+_MARKS = (
+    ("depth-check", lambda d: (d / "sweep.json").is_file() and (d / "summary.txt").is_file()),
+    ("sweep", lambda d: (d / "sweep.json").is_file()),
+    ("train", lambda d: (d / "train.jsonl").is_file()),
+    ("observe", lambda d: find_observe_document(d) is not None),
+)
+
+
+def kind_of(directory: pathlib.Path) -> str:
+    """Which command's output ``directory`` holds: depth-check, sweep, train or observe."""
+    if not directory.is_dir():
+        raise ReportInputError(f"{str(directory)!r} is not a directory")
+    for kind, marked in _MARKS:
+        if marked(directory):
+            return kind
+    raise ReportInputError(
+        f"{str(directory)!r} holds no pydepth output: expected sweep.json (sweep, depth-check), "
+        "train.jsonl (train) or a JSON file written by 'pydepth observe --format json --output'")
