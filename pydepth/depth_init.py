@@ -242,25 +242,8 @@ class DepthInitializationRecord:
         if not isinstance(d["config"], Mapping):
             raise RecordFormatError(f"record config must be a mapping, got {d['config']!r}")
         config = DecoderConfig.from_dict(d["config"])
-        factor = d["factor"]
-        if isinstance(factor, bool) or not isinstance(factor, (float, int)):
-            raise RecordFormatError(f"factor must be a number, got {factor!r}")
-        bits = d["factor_bits"]
-        if not isinstance(bits, str) or not re.fullmatch(r"[0-9a-f]{16}", bits):
-            raise RecordFormatError(f"factor_bits must be 16 lowercase hex digits, got {bits!r}")
-        try:
-            factor = float(factor)
-        except OverflowError:
-            raise RecordFormatError(f"factor {factor!r} is not representable as a float64") from None
-        if float_bits(factor) != bits:
-            raise RecordMismatchError(
-                f"factor {factor!r} has bits {float_bits(float(factor))}, record says {bits}")
-        states = []
-        for key in ("initial_rng_state", "final_rng_state"):
-            s = d[key]
-            if not isinstance(s, str) or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= _U64:
-                raise RecordFormatError(f"{key} must be a decimal string of an integer in [0, 2**64), got {s!r}")
-            states.append(int(s))
+        factor = _record_factor(d["factor"], d["factor_bits"])
+        states = [_record_state(key, d[key]) for key in ("initial_rng_state", "final_rng_state")]
         transformed = d["transformed_tensors"]
         if isinstance(transformed, bool) or not isinstance(transformed, int):
             raise RecordFormatError(f"transformed_tensors must be an integer, got {transformed!r}")
@@ -271,6 +254,28 @@ class DepthInitializationRecord:
                      states[1], transformed)
         _check_record(record)
         return record
+
+
+def _record_factor(factor: Any, bits: Any) -> float:
+    """A record's factor, checked against its stored bit pattern."""
+    if isinstance(factor, bool) or not isinstance(factor, (float, int)):
+        raise RecordFormatError(f"factor must be a number, got {factor!r}")
+    if not isinstance(bits, str) or not re.fullmatch(r"[0-9a-f]{16}", bits):
+        raise RecordFormatError(f"factor_bits must be 16 lowercase hex digits, got {bits!r}")
+    try:
+        factor = float(factor)
+    except OverflowError:
+        raise RecordFormatError(f"factor {factor!r} is not representable as a float64") from None
+    if float_bits(factor) != bits:
+        raise RecordMismatchError(f"factor {factor!r} has bits {float_bits(float(factor))}, record says {bits}")
+    return factor
+
+
+def _record_state(key: str, s: Any) -> int:
+    """A generator state stored as a decimal string of an integer in [0, 2**64)."""
+    if not isinstance(s, str) or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= _U64:
+        raise RecordFormatError(f"{key} must be a decimal string of an integer in [0, 2**64), got {s!r}")
+    return int(s)
 
 
 def _check_record(record: DepthInitializationRecord) -> DepthScalePolicy:

@@ -288,7 +288,7 @@ def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequenc
                            branches: Sequence[BranchHealthRow] = (),
                            final_norm_gain: Sequence[float] = ()) -> DepthHealthReport:
     """Builds a report from per-site RMS values (site 0 the input, the last site the terminal
-    residual): ratios to ``A_0`` and ``G_last``, classified in ``band`` (default the chapter's).
+    residual): ratios to ``A_0`` and ``G_2L``, classified in ``band`` (default the chapter's).
 
     ``labels`` name the sites (default :func:`site_label`, the 2L+1 layout of a sequential
     decoder; a parallel-residual model passes its own L+1 labels). Raises

@@ -50,7 +50,6 @@ def _imports(path: pathlib.Path) -> set:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="sweep.cell <-> sweep.torch_cell: the row building is being moved out")
 def test_no_module_of_the_package_imports_itself_back_through_a_circle():
     names = {}
     for path in SOURCE.rglob("*.py"):
@@ -72,3 +71,51 @@ def test_no_module_of_the_package_imports_itself_back_through_a_circle():
 
     circles = sorted((a, b) for a in graph for b in graph[a] if a in reach(b))
     assert circles == [], circles
+
+
+#: Branches McCabe counts one each (an elif is an If in the orelse; a ternary is an IfExp).
+_BRANCHES = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler)
+#: Offenders in the torch bridge, whose split is another change of this reorganisation; an entry
+#: goes when that change lands (a path and function name, not a figure).
+_TORCH_ALLOWANCE = {("torch/health.py", "_call")}
+
+
+def _complexity(function: ast.AST) -> int:
+    """1 + branches (if/elif, ternary, for, while, except, match case) + each extra operand of a
+    boolean operator + each comprehension filter; a nested def or class is measured on its own."""
+    count, todo = 1, list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, _BRANCHES) or type(node).__name__ == "match_case":
+            count += 1
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+        elif isinstance(node, ast.comprehension):
+            count += len(node.ifs)
+        todo.extend(ast.iter_child_nodes(node))
+    return count
+
+
+def test_the_complexity_measure_counts_branches_boolean_operands_and_filters():
+    source = ("def f(a, b):\n    if a and b or a:\n        return [x for x in a if x if not x]\n"
+              "    elif b:\n        return 1 if a else 2\n    for _ in a:\n        while b:\n            pass\n"
+              "    try:\n        pass\n    except ValueError:\n        pass\n    def inner():\n        if a:\n"
+              "            pass\n")
+    assert _complexity(ast.parse(source).body[0]) == 1 + 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1
+
+
+def test_no_function_is_longer_than_60_lines_or_more_complex_than_20():
+    offenders = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        where = path.relative_to(SOURCE).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if (where, node.name) in _TORCH_ALLOWANCE:
+                continue
+            lines, complexity = node.end_lineno - node.lineno + 1, _complexity(node)
+            if lines > 60 or complexity > 20:
+                offenders.append(f"{where}:{node.lineno} {node.name}: {lines} lines, complexity {complexity}")
+    assert offenders == [], offenders

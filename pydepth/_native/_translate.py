@@ -5,7 +5,7 @@ Codes and their identifiers come from the C table (csrc/pd_error.h, read through
 """
 from __future__ import annotations
 
-from typing import NoReturn, Optional, Sequence
+from typing import Callable, Dict, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,11 +25,16 @@ _XAVIER = {"ERR_ZERO_FAN_IN": "Xavier fan_in must be positive, got 0",
            "ERR_FAN_SUM_OVERFLOW": "Xavier fan_in + fan_out overflows 64-bit size arithmetic"}
 _INPUT_WHAT = {"ERR_TOKEN": "token id", "ERR_TARGET": "target id", "ERR_EMPTY": "batch",
                "ERR_LAYOUT": "segment layout"}
-#: Every status the translation knows; a test checks this covers the whole C table.
-HANDLED = frozenset({"ERR_ALLOC", "ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW", *_XAVIER, "ERR_CONFIG",
-                     "ERR_ROPE", "ERR_NAME", "ERR_SHAPE", *_INPUT_WHAT, "ERR_NONFINITE",
-                     "ERR_ZERO_MEAN_SQUARE", "ERR_STALE", "ERR_NO_LOSS", "ERR_NOT_RECORDED",
-                     "ERR_INTERRUPTED", "ERR_LOSS_ATTACHED", "ERR_NO_PENDING"})
+
+
+class _Context(NamedTuple):
+    """What the caller knows about a refused call, for the message."""
+
+    param_names: Sequence[str]
+    token_shape: Sequence[int]
+    ids: Optional[np.ndarray]
+    vocabulary_size: int
+    masked: bool
 
 
 def _where(err: CoreError) -> str:
@@ -38,69 +43,79 @@ def _where(err: CoreError) -> str:
     return f" in {node_name(err.block, err.node)}"
 
 
+def _input(s: str, err: CoreError, c: _Context) -> str:
+    if s in ("ERR_TOKEN", "ERR_TARGET") and c.ids is not None:  # the caller's array shows the exact id
+        b, t = divmod(err.index, c.ids.shape[1])
+        where = "valid position" if c.masked else "position"
+        return f"{_INPUT_WHAT[s]} {int(c.ids[b, t])} at {where} [{b}, {t}] is outside [0, {c.vocabulary_size})"
+    detail = ("has no valid position" if s == "ERR_EMPTY"
+              else f"invalid value {err.value:g} at position {_position(err.index, c.token_shape)}")
+    return f"{_INPUT_WHAT[s]} {detail}"
+
+
+def _nonfinite(s: str, err: CoreError, c: _Context) -> str:
+    reason = "mean square 0 with rms_epsilon 0" if s == "ERR_ZERO_MEAN_SQUARE" else f"non-finite value {err.value!r}"
+    if err.node == GRADIENT and 0 <= err.block < len(c.param_names):
+        where = f" in the gradient of {c.param_names[err.block]}"
+    else:
+        where = _where(err)
+    return f"{reason}{where} at flat index {err.index}"
+
+
+def _stale(s: str, err: CoreError, c: _Context) -> str:
+    name = c.param_names[err.index] if err.index < len(c.param_names) else f"#{err.index}"
+    if err.value == 1.0:
+        return (f"the values of parameter {name} changed after this graph was recorded without a "
+                "revision: something wrote through an alias of its read-only view (for example "
+                "torch.from_numpy(p.value)); use NamedParameter.assign")
+    return f"parameter {name} changed after this graph was recorded"
+
+
+def _fixed(message: str) -> Callable[[str, CoreError, _Context], str]:
+    return lambda s, err, c: message
+
+
+_Message = Callable[[str, CoreError, _Context], str]
+#: Status identifier -> (exception class, message): the one place each status is translated.
+_TRANSLATIONS: Dict[str, Tuple[type, _Message]] = {
+    "ERR_ALLOC": (E.AllocationError, lambda s, err, c: f"pydepth core could not allocate {err.index} float64 "
+                  f"values ({err.index * 8} bytes)"),
+    **{k: (E.InitializationError, lambda s, err, c: f"size arithmetic overflowed (index {err.index})")
+       for k in ("ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW")},
+    **{k: (E.InitializationError, lambda s, err, c: _XAVIER[s]) for k in _XAVIER},
+    "ERR_CONFIG": (E.ConfigError, lambda s, err, c: "configuration rejected by the core: "
+                   f"{config_check_rule(err.index) or f'check {err.index}'} (value {err.value!r})"),
+    "ERR_ROPE": (E.ConfigError, lambda s, err, c: "the RoPE tables for max_positions x head_width / 2 cannot "
+                 f"be built (entry {err.index}, value {err.value!r}); lower max_positions or check rope_base"),
+    "ERR_NAME": (E.ParameterNameError, lambda s, err, c: f"invalid parameter name at byte {err.index}"),
+    "ERR_SHAPE": (E.ParameterLayoutError, lambda s, err, c: f"parameter shape mismatch at index {err.index}"),
+    **{k: (E.TokenError, _input) for k in _INPUT_WHAT},
+    **{k: (E.NonFiniteError, _nonfinite) for k in ("ERR_NONFINITE", "ERR_ZERO_MEAN_SQUARE")},
+    "ERR_STALE": (E.StaleOperandError, _stale),
+    "ERR_NO_LOSS": (E.AutodiffError, _fixed("backward needs a mean loss attached to this forward record")),
+    "ERR_LOSS_ATTACHED": (E.AutodiffError, _fixed("this forward record already carries a loss")),
+    "ERR_NO_PENDING": (E.AutodiffError, _fixed("no reverse pass is waiting to be committed on this graph")),
+    "ERR_NOT_RECORDED": (E.AutodiffError, _fixed("backward needs a recorded graph; this forward ran with "
+                                                 "record=False or under no_grad()")),
+    # the check stopped without raising (a handler swallowed SIGINT)
+    "ERR_INTERRUPTED": (E.PydepthError, lambda s, err, c: f"interrupted before block {err.block}"),
+}
+#: Every status the translation knows; a test checks this covers the whole C table.
+HANDLED = frozenset(_TRANSLATIONS)
+
+
 def raise_core(err: CoreError, *, param_names: Sequence[str] = (), token_shape: Sequence[int] = (),
                ids: Optional[np.ndarray] = None, vocabulary_size: int = 0, masked: bool = False) -> NoReturn:
     """Re-raises a CoreError as the typed pydepth error it stands for. ``ids`` is the caller's
     [B, T] array (tokens or targets) a range refusal is about, as the caller gave it, so the
     message shows the exact id; ``masked`` says the batch has padding."""
-    s = STATUS_NAMES.get(err.code, "")
-    if s in ("ERR_TOKEN", "ERR_TARGET") and ids is not None:
-        b, t = divmod(err.index, ids.shape[1])
-        where = "valid position" if masked else "position"
-        raise E.TokenError(f"{_INPUT_WHAT[s]} {int(ids[b, t])} at {where} [{b}, {t}] is outside "
-                           f"[0, {vocabulary_size})") from None
     if err.code == RELEASED:
         raise E.GraphReleasedError("this forward record was released") from None
-    if s == "ERR_ALLOC":
-        raise E.AllocationError(f"pydepth core could not allocate {err.index} float64 values "
-                                f"({err.index * 8} bytes)") from None
-    if s in ("ERR_OVERFLOW", "ERR_SHAPE_OVERFLOW"):
-        raise E.InitializationError(f"size arithmetic overflowed (index {err.index})") from None
-    if s in _XAVIER:
-        raise E.InitializationError(_XAVIER[s]) from None
-    if s == "ERR_CONFIG":
-        rule = config_check_rule(err.index) or f"check {err.index}"
-        raise E.ConfigError(f"configuration rejected by the core: {rule} (value {err.value!r})") from None
-    if s == "ERR_ROPE":
-        raise E.ConfigError(f"the RoPE tables for max_positions x head_width / 2 cannot be built "
-                            f"(entry {err.index}, value {err.value!r}); lower max_positions or "
-                            "check rope_base") from None
-    if s == "ERR_NAME":
-        raise E.ParameterNameError(f"invalid parameter name at byte {err.index}") from None
-    if s == "ERR_SHAPE":
-        raise E.ParameterLayoutError(f"parameter shape mismatch at index {err.index}") from None
-    if s in _INPUT_WHAT:
-        pos = _position(err.index, token_shape)
-        detail = "has no valid position" if s == "ERR_EMPTY" else f"invalid value {err.value:g} at position {pos}"
-        raise E.TokenError(f"{_INPUT_WHAT[s]} {detail}") from None
-    if s in ("ERR_NONFINITE", "ERR_ZERO_MEAN_SQUARE"):
-        reason = ("mean square 0 with rms_epsilon 0" if s == "ERR_ZERO_MEAN_SQUARE"
-                  else f"non-finite value {err.value!r}")
-        if err.node == GRADIENT and 0 <= err.block < len(param_names):
-            where = f" in the gradient of {param_names[err.block]}"
-        else:
-            where = _where(err)
-        raise E.NonFiniteError(f"{reason}{where} at flat index {err.index}") from None
-    if s == "ERR_STALE":
-        name = param_names[err.index] if err.index < len(param_names) else f"#{err.index}"
-        if err.value == 1.0:
-            raise E.StaleOperandError(
-                f"the values of parameter {name} changed after this graph was recorded without a "
-                "revision: something wrote through an alias of its read-only view (for example "
-                "torch.from_numpy(p.value)); use NamedParameter.assign") from None
-        raise E.StaleOperandError(f"parameter {name} changed after this graph was recorded") from None
-    if s == "ERR_NO_LOSS":
-        raise E.AutodiffError("backward needs a mean loss attached to this forward record") from None
-    if s == "ERR_LOSS_ATTACHED":
-        raise E.AutodiffError("this forward record already carries a loss") from None
-    if s == "ERR_NO_PENDING":
-        raise E.AutodiffError("no reverse pass is waiting to be committed on this graph") from None
-    if s == "ERR_NOT_RECORDED":
-        raise E.AutodiffError("backward needs a recorded graph; this forward ran with record=False "
-                              "or under no_grad()") from None
-    if s == "ERR_INTERRUPTED":  # the check stopped without raising (a handler swallowed SIGINT)
-        raise E.PydepthError(f"interrupted before block {err.block}") from None
-    raise E.PydepthError(f"pydepth core status {err.code} ({s or 'unknown'})") from None
+    s = STATUS_NAMES.get(err.code, "")
+    if s not in _TRANSLATIONS:
+        raise E.PydepthError(f"pydepth core status {err.code} ({s or 'unknown'})") from None
+    kind, message = _TRANSLATIONS[s]
+    raise kind(message(s, err, _Context(param_names, token_shape, ids, vocabulary_size, masked))) from None
 
 
 def _position(flat: int, shape: Sequence[int]) -> str:

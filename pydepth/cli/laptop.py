@@ -60,11 +60,12 @@ def run(args: argparse.Namespace) -> int:
     _args.emit(args, doc, _table(result, tokens))
     if args.plot:
         from ..plots.health import describe_config, plot_report
+        from ..plots.style import policy_label
         runs = result["runs"]
         record = result["record"]
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 runs[0]["report"], target, control=runs[1]["report"] if len(runs) > 1 else None,
                 model=f"laptop plan, {describe_config(cfg)}", seed=args.seed, formats=formats,
-                policy=f"{record['policy_id']} (factor {record['factor']:.6f})")):
+                policy=policy_label(record["factor"]))):
             sys.stderr.write(f"wrote {path}\n")
     return 0

@@ -96,9 +96,10 @@ def run(args: argparse.Namespace) -> int:
     _args.emit(args, doc, text)
     if args.plot:
         from ..plots.health import describe_config, plot_report
+        from ..plots.style import policy_label
         for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
                 observed["report"], target, control=None if control is None else control["report"],
                 model=describe_config(cfg), seed=args.seed, formats=formats,
-                policy=f"{init.record.policy_id} (factor {init.record.factor:.6f})")):
+                policy=policy_label(init.record.factor))):
             sys.stderr.write(f"wrote {path}\n")
     return 0

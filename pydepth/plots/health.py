@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..config import DecoderConfig
 from ..health import DepthHealthReport, check_band
-from .style import (PlotDependencyError, figure_title, new_figure, plot_ratios, save_figure,
+from .style import (PlotDependencyError, figure_title, new_figure, plot_ratios, policy_label, save_figure,
                          wrap_title)
 
 __all__ = ["PlotDependencyError", "plot_demo", "plot_report", "report_figure", "describe_config"]
@@ -17,7 +17,7 @@ PathLike = Union[str, "pathlib.Path"]
 ReportLike = Union[DepthHealthReport, Mapping[str, Any]]
 
 _PANELS = (("activation_ratio", "activation RMS ratio  A_s / A_0", "residual activations"),
-           ("adjoint_ratio", "adjoint RMS ratio  G_s / G_last", "mean-loss adjoints (completed)"))
+           ("adjoint_ratio", "adjoint RMS ratio  G_s / G_2L", "mean-loss adjoints (completed)"))
 
 
 def describe_config(config: Union[DecoderConfig, Mapping[str, Any]]) -> str:
@@ -94,6 +94,6 @@ def plot_demo(doc: Dict[str, Any], out_dir: PathLike) -> List[pathlib.Path]:
                  f"V{fx['vocabulary']})")
         written += plot_report(fx["initialized"], out / f"{fx['id']}-ratios",
                                control=fx["same_base_unscaled_control"], model=model, seed=doc["seed"],
-                               policy=f"{fx['policy_id']} (factor {fx['factor']:.6f})",
+                               policy=policy_label(fx["factor"]),
                                formats=("png", "svg"))
     return written

@@ -27,6 +27,11 @@ SERIES_STYLES = ({"color": "tab:blue", "marker": "o", "linestyle": "-"},
                  {"color": "tab:brown", "marker": "D", "linestyle": ":"})
 #: Colour of out-of-band markers and their annotations.
 OUT_OF_BAND_COLOR = "tab:red"
+
+
+def policy_label(factor: float) -> str:
+    """The depth policy as a person reads it in a title (the record's id is for machines)."""
+    return f"depth-scaled, 1/\u221aL = {factor:.6f}"
 _BAND_COLOR = "tab:green"
 _MAX_ANNOTATIONS = 3  # per panel: the most extreme, well separated points, so labels never pile up
 _MAX_SITE_LABELS = 33  # more sites than this: every k-th stage label, ticks stay integer
@@ -135,16 +140,16 @@ def shade_spread(ax: Any, xs: Sequence[float], lows: Sequence[float], highs: Seq
 
 def mark_out_of_band(ax: Any, xs: Sequence[float], ys: Sequence[float], band: Sequence[float], *,
                      label: Optional[str] = "outside the band", annotate: bool = True,
-                     fmt: str = "{:.5g}") -> int:
-    """Marks every point outside the inclusive band with a red cross and (unless ``annotate`` is
-    false) labels the most extreme few with :func:`annotate_out_of_band`; returns how many
-    points lie outside."""
+                     fmt: str = "{:.5g}", marker: str = "X", edgecolor: str = "black") -> int:
+    """Marks every point outside the inclusive band (a red ``marker``, default a cross, edged in
+    ``edgecolor`` so series stay apart) and (unless ``annotate`` is false) labels the most extreme
+    few with :func:`annotate_out_of_band`; returns how many points lie outside."""
     low, high = float(band[0]), float(band[1])
     outside = [(x, y) for x, y in zip(xs, ys) if y < low or y > high]
     if not outside:
         return 0
-    ax.scatter([p[0] for p in outside], [p[1] for p in outside], marker="X", s=70,
-               color=OUT_OF_BAND_COLOR, edgecolors="black", linewidths=0.6, zorder=5, label=label)
+    ax.scatter([p[0] for p in outside], [p[1] for p in outside], marker=marker, s=70,
+               color=OUT_OF_BAND_COLOR, edgecolors=edgecolor, linewidths=1.2, zorder=5, label=label)
     if annotate:
         annotate_out_of_band(ax, outside, band, fmt=fmt)
     return len(outside)

@@ -29,6 +29,11 @@ def _ratios(ax: Any, observations: Sequence[Dict[str, Any]], key: str, ylabel: s
     _step_axis(ax, steps)
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small", loc="best", framealpha=0.9)
+    if n_sites > 1:  # every line's site, not only the two the legend names
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+        bar = ax.figure.colorbar(ScalarMappable(norm=Normalize(0, n_sites - 1), cmap=cmap), ax=ax, pad=0.01)
+        bar.set_label("residual site (0 = input)", fontsize="small")
 
 
 def _step_axis(ax: Any, steps: Sequence[int]) -> None:

@@ -7,8 +7,9 @@ Optional extra ``sweep`` (Dask with distributed, pyarrow)::
     result = run(spec, out="runs/depth")          # local Dask cluster, one worker per core
     table = read_table("runs/depth")              # pyarrow.Table, one row per cell x step x site
 
-The grid and its cells live in :mod:`.spec`, one cell's computation in :mod:`.cell`, the Dask
-runner in :mod:`.run`, the Parquet store in :mod:`.store`, a row's recomputation in
+The grid and its cells live in :mod:`.spec`, one cell's computation in :mod:`.cell` (its inputs
+in :mod:`.draw`, its rows in :mod:`.rows`, the backends in :mod:`.core_cell` and
+:mod:`.torch_cell`), the Dask runner in :mod:`.run`, the Parquet store in :mod:`.store`, a row's recomputation in
 :mod:`.rerun`, figures in :mod:`.plots` and the depth check in :mod:`.presets`.
 """
 from __future__ import annotations

@@ -24,68 +24,88 @@ __all__ = ["depth_check_figure", "site_heatmap_figure", "plot_depth_check", "plo
 PathLike = Union[str, "pathlib.Path"]
 
 # the house's observed-model and control styles: pydepth's policy first, the unscaled control second
-_STYLE = {"scaled": ("tab:blue", "o", "-"), "unscaled": ("tab:gray", "s", "--")}
+# (colour, marker, line, out-of-band marker, z-order): the scaled line stays on top where both coincide
+_STYLE = {"scaled": ("tab:blue", "o", "-", "X", 4), "unscaled": ("tab:gray", "s", "--", "D", 3)}
 _RATIOS = (("activation_max", "max over sites of $A_s/A_0$"),
            ("adjoint_max", "max over sites of $G_s/G_{2L}$"))
 
 
-def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[float]) -> Any:
-    """The depth-check figure of one width (a matplotlib Figure, not yet saved)."""
-    plt = pyplot()
+def _seed_spread(ax: Any, rows: Sequence[CellStep], policy: str, step: int, key: str,
+                 depths: Sequence[int]) -> None:
+    """One policy's median over seeds against depth, its seed range shaded."""
+    color, marker, line, _, z = _STYLE[policy]
+    med, lo, hi, xs = [], [], [], []
+    for d in depths:
+        vals = [getattr(cs, key) for cs in rows if cs.policy == policy and cs.step == step and cs.depth == d]
+        vals = [v for v in vals if not math.isnan(v)]
+        if not vals:
+            continue
+        xs.append(d)
+        med.append(float(np.median(vals)))
+        lo.append(min(vals))
+        hi.append(max(vals))
+    if xs:
+        ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
+        hollow = {"markerfacecolor": "none"} if policy == "unscaled" else {}
+        ax.plot(xs, med, line, marker=marker, color=color, markersize=5 if hollow else 4, linewidth=1.4,
+                zorder=z, **hollow)
+
+
+def _depth_panel(ax: Any, rows: Sequence[CellStep], step: int, key: str, label: str, policies: Sequence[str],
+                 band: Sequence[float], *, first_column: bool, top: bool) -> None:
+    """One panel: one ratio at one step against depth, every policy, the band and the out-of-band seeds."""
+    depths = sorted({cs.depth for cs in rows})
+    shade_band(ax, band)
+    for policy in policies:
+        _seed_spread(ax, rows, policy, step, key, depths)
+    ax.set_xscale("log", base=2)
+    for policy in policies:  # every seed's out-of-band value, over the lines
+        pts = [(cs.depth, getattr(cs, key)) for cs in rows if cs.policy == policy and cs.step == step
+               and not math.isnan(getattr(cs, key))]
+        if pts:
+            mark_out_of_band(ax, [p[0] for p in pts], [p[1] for p in pts], band, label=None, annotate=False,
+                             marker=_STYLE[policy][3], edgecolor=_STYLE[policy][0])
+    row_values = [getattr(cs, key) for cs in rows if not math.isnan(getattr(cs, key))]
+    ratio_axis(ax, label if first_column else "", row_values, band)  # one range per row: panels compare
+    ax.set_xticks(depths)
+    ax.set_xticklabels([str(d) for d in depths])
+    if top:
+        ax.set_title(f"step {step}")
+    else:
+        ax.set_xlabel("depth (blocks, log2)")
+    if first_column:
+        ax.set_ylabel(label)
+
+
+def _depth_legend(fig: Any, policies: Sequence[str], band: Sequence[float], n_steps: int) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    low, high = band
+    handles = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
+                      markerfacecolor="none" if p == "unscaled" else _STYLE[p][0],
+                      label=f"{p} (median; shaded: seed range)") for p in policies]
+    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]")]
+    handles += [Line2D([], [], color=OUT_OF_BAND_COLOR, marker=_STYLE[p][3], markeredgecolor=_STYLE[p][0],
+                       markeredgewidth=1.2, markersize=8, linestyle="", label=f"{p}: a seed outside the band")
+                for p in policies]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3) if n_steps > 2 else 2,
+               fontsize="small")
+
+
+def depth_check_figure(steps: Sequence[CellStep], width: int, band: Sequence[float]) -> Any:
+    """The depth-check figure of one width (a matplotlib Figure, not yet saved): a column per
+    observed step, a row per ratio (:data:`_RATIOS`), one panel each."""
+    plt = pyplot()
     rows = [cs for cs in steps if cs.width == width]
     step_list = sorted({cs.step for cs in rows})
     policies = [p for p in _STYLE if any(cs.policy == p for cs in rows)]
-    depths = sorted({cs.depth for cs in rows})
-    seeds = len({cs.seed for cs in rows})
-    fig, axes = plt.subplots(2, len(step_list), figsize=(max(8.0, 3.1 * len(step_list) + 1.2), 6.6),
+    fig, axes = plt.subplots(len(_RATIOS), len(step_list), figsize=(max(8.0, 3.1 * len(step_list) + 1.2), 6.6),
                              squeeze=False, sharex=True, sharey="row", layout="constrained")
-    low, high = band
     for j, step in enumerate(step_list):
         for i, (key, label) in enumerate(_RATIOS):
-            ax = axes[i][j]
-            shade_band(ax, band)
-            for policy in policies:
-                color, marker, line = _STYLE[policy]
-                med, lo, hi, xs = [], [], [], []
-                for d in depths:
-                    vals = [getattr(cs, key) for cs in rows
-                            if cs.policy == policy and cs.step == step and cs.depth == d]
-                    vals = [v for v in vals if not math.isnan(v)]
-                    if not vals:
-                        continue
-                    xs.append(d)
-                    med.append(float(np.median(vals)))
-                    lo.append(min(vals))
-                    hi.append(max(vals))
-                if xs:
-                    ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
-                    ax.plot(xs, med, line, marker=marker, color=color, markersize=4, linewidth=1.4)
-            ax.set_xscale("log", base=2)
-            for policy in policies:  # every seed's out-of-band value, over the lines
-                pts = [(cs.depth, getattr(cs, key)) for cs in rows if cs.policy == policy and cs.step == step
-                       and not math.isnan(getattr(cs, key))]
-                if pts:
-                    mark_out_of_band(ax, [p[0] for p in pts], [p[1] for p in pts], band, label=None,
-                                     annotate=False)
-            row_values = [getattr(cs, key) for cs in rows if not math.isnan(getattr(cs, key))]
-            ratio_axis(ax, label if j == 0 else "", row_values, band)  # one range per row: panels compare
-            ax.set_xticks(depths)
-            ax.set_xticklabels([str(d) for d in depths])
-            if i == 0:
-                ax.set_title(f"step {step}")
-            if i == 1:
-                ax.set_xlabel("depth (blocks, log2)")
-            if j == 0:
-                ax.set_ylabel(label)
-    handles = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
-                      label=f"{p} (median; shaded: seed range)") for p in policies]
-    handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]"),
-                Line2D([], [], color=OUT_OF_BAND_COLOR, marker="X", markeredgecolor="black", linestyle="",
-                       label="a seed outside the band")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles) if len(step_list) > 2 else 2,
-               fontsize="small")
+            _depth_panel(axes[i][j], rows, step, key, label, policies, band, first_column=j == 0, top=i == 0)
+    _depth_legend(fig, policies, band, len(step_list))
+    seeds = len({cs.seed for cs in rows})
     fig.suptitle(f"Depth check, width {width}: largest residual ratios against depth ({seeds} seeds)")
     return fig
 
@@ -135,8 +155,8 @@ def site_heatmap_figure(table: Any, depth: int, width: int, band: Sequence[float
                               interpolation="nearest", origin="upper",
                               extent=(-0.5, n_sites - 0.5, len(steps) - 0.5, -0.5))
             ys, xs = np.nonzero((grid < low) | (grid > high))
-            if ys.size:
-                ax.scatter(xs, ys, marker="x", color="black", s=16, linewidths=1.0)
+            if ys.size:  # large enough to read on a cell, outlined so it shows on any colour
+                ax.scatter(xs, ys, marker="X", color="black", edgecolors="white", s=90, linewidths=1.0)
             ax.set_yticks(range(len(steps)))
             ax.set_yticklabels([str(s) for s in steps])
             ax.set_xticks(sorted({*range(0, n_sites, 2 * max(1, math.ceil(depth / 8))), n_sites - 1}))

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any, List, Tuple, Union
 
 from .._native._bits import float_bits
-from .cell import COLUMNS, draw_batch, run_cell
+from .cell import run_cell
+from .draw import draw_batch
 from .errors import RowNotFoundError
+from .rows import COLUMNS
 from .spec import parse_row_id
 from .store import pyarrow_modules, read_spec, read_table
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Union
 
-from .cell import optimizer_class, run_cells
+from .cell import backend, run_cells
 from .errors import SweepDependencyError, SweepError, SweepSpecError
 from .progress import Progress
 from .spec import Cell, SweepSpec
@@ -211,11 +211,7 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
         raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise SweepSpecError(f"workers must be a positive integer, got {workers!r}")
-    if spec.backend == "torch":
-        from .torch_cell import torch_bridge
-        torch_bridge()
-    elif spec.max_step > 0:
-        optimizer_class()
+    backend(spec).ready(spec)
     pyarrow_modules()
     if scheduler != "serial":
         _dask()

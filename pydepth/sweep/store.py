@@ -15,7 +15,7 @@ import os
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
-from .cell import COLUMNS
+from .rows import COLUMNS
 from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
 from .manifest import read_manifest, sha256, write_manifest
 from .spec import SweepSpec

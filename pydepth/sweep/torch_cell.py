@@ -14,10 +14,12 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from ..errors import PydepthError
+from .draw import build_model
 from .errors import SweepDependencyError
+from .rows import append_rows, error_row, health_rows
 from .spec import Cell, SweepSpec
 
-__all__ = ["torch_bridge", "run_torch_cell"]
+__all__ = ["torch_bridge", "torch_ready", "run_torch_cell"]
 
 
 def torch_bridge() -> Tuple[Any, Any, Any]:
@@ -34,6 +36,11 @@ def torch_bridge() -> Tuple[Any, Any, Any]:
     return torch, to_torch, observe_residual_health
 
 
+def torch_ready(spec: SweepSpec) -> None:
+    """Refuses, before any work, a torch sweep without the ``torch`` extra."""
+    torch_bridge()
+
+
 def run_torch_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
                    batch: Tuple[np.ndarray, np.ndarray]) -> None:
     """Runs one cell through the torch twin and appends its rows to ``out`` (the same columns
@@ -48,7 +55,6 @@ def run_torch_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
 
 
 def _run(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], batch: Tuple[np.ndarray, np.ndarray]) -> None:
-    from .cell import append_rows, build_model, error_row, health_rows
     torch, to_torch, observe = torch_bridge()
     t0 = time.perf_counter()
     model, factor = build_model(spec, cell)

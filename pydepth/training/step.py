@@ -3,7 +3,7 @@ optimizer step that can observe residual health on the same reverse pass."""
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -15,7 +15,8 @@ from ..health import DepthHealthReport, observe_residual_health
 from ..model import DecoderModel
 from ..optim import Optimizer
 
-__all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "train_step", "observe_step"]
+__all__ = ["BYTE_VOCABULARY", "byte_documents", "check_byte_config", "draw_batch", "loss_and_gradients",
+           "train_step", "observe_step"]
 
 #: Byte-level ids are 0..255; a model needs at least this vocabulary.
 BYTE_VOCABULARY = 256
@@ -61,19 +62,28 @@ def draw_batch(documents: Sequence[np.ndarray], rng: SplitMix64, batch: int, tok
     return Batch.pack(sources, tokens)  # pieces fill each row exactly, so packing keeps the rows
 
 
-def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
-               observe: bool = False) -> Tuple[float, Optional[DepthHealthReport]]:
-    """Zero gradients, forward, mean loss, one reverse pass (observing residual health on it when
-    observe=True: the gradients are the same bits), one optimizer step. Returns the loss before
-    the step and the report (None unless observed)."""
-    optimizer.zero_grad()
-    fwd = model.forward(batch)
-    loss = fwd.loss()
-    report = observe_residual_health(model, fwd, loss) if observe else None
+def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *, observe: bool = False,
+                       band: Any = None) -> Tuple[float, Optional[DepthHealthReport]]:
+    """Forward and mean loss on ``tokens`` (a Batch, or ids with ``targets``), then one reverse
+    pass: observing residual health in ``band`` on it when observe=True (the gradients are the
+    same bits), else ``loss.backward()``. Returns the loss and the report (None unless observed)."""
+    fwd = model.forward(tokens)
+    loss = fwd.loss(targets)
+    report = observe_residual_health(model, fwd, loss, band=band) if observe else None
     if not observe:
         loss.backward()
     value = loss.item()
     fwd.release()
+    return value, report
+
+
+def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
+               observe: bool = False) -> Tuple[float, Optional[DepthHealthReport]]:
+    """Zero gradients, :func:`loss_and_gradients` (observing residual health on the reverse pass
+    when observe=True), one optimizer step. Returns the loss before the step and the report
+    (None unless observed)."""
+    optimizer.zero_grad()
+    value, report = loss_and_gradients(model, batch, observe=observe)
     optimizer.step()
     return value, report
 

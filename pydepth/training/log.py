@@ -1,0 +1,71 @@
+"""The JSON-lines logs of a run directory: ``train.jsonl`` (one line per optimizer step: the loss
+before it, the learning rate, the seconds it took) and ``health.jsonl`` (one line per residual
+health observation), trimmed on resume to the steps the checkpoint had taken."""
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import IO, Any, Dict, List, Optional
+
+from ..health import DepthHealthReport
+
+__all__ = ["TrainLog", "read_log"]
+
+
+def read_log(path: pathlib.Path) -> List[Dict[str, Any]]:
+    """The records of a JSON-lines log, in order."""
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line]
+
+
+def _trim(path: pathlib.Path, last_step: int) -> None:
+    """Keeps only the lines whose step is at most last_step."""
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= last_step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+class TrainLog:
+    """The two logs of a run directory, appended to (and flushed) line by line while open."""
+
+    def __init__(self, directory: pathlib.Path) -> None:
+        self.train_path = pathlib.Path(directory) / "train.jsonl"
+        self.health_path = pathlib.Path(directory) / "health.jsonl"
+        self._train: Optional[IO[str]] = None
+        self._health: Optional[IO[str]] = None
+
+    def begin(self, step: int, resumed: bool) -> None:
+        """Empties both logs for a fresh run; for a run resumed at ``step`` keeps the steps taken
+        and the observations before it (an end observation at ``step`` belonged to the stopped
+        run; the resumed one observes that step again if its cadence says so)."""
+        if resumed:
+            _trim(self.train_path, step)
+            _trim(self.health_path, step - 1)
+        else:
+            for path in (self.train_path, self.health_path):
+                path.write_text("")
+
+    def __enter__(self) -> TrainLog:
+        self._train, self._health = open(self.train_path, "a"), open(self.health_path, "a")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for fh in (self._train, self._health):
+            if fh is not None:
+                fh.close()
+        self._train = self._health = None
+
+    def step(self, step: int, loss: float, lr: float, seconds: float) -> None:
+        """One optimizer step: ``step`` counts the updates made, ``loss`` is the loss before it."""
+        _write(self._train, {"step": step, "loss": loss, "lr": lr, "seconds": seconds})
+
+    def health(self, step: int, loss: float, report: DepthHealthReport) -> None:
+        """One observation of the parameters after ``step`` updates."""
+        _write(self._health, {"step": step, "loss": loss, "report": report.to_dict()})
+
+
+def _write(fh: Optional[IO[str]], record: Dict[str, Any]) -> None:
+    if fh is None:
+        raise RuntimeError("the training log is written only while it is open (use it as a context manager)")
+    fh.write(json.dumps(record) + "\n")
+    fh.flush()

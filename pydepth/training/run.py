@@ -1,0 +1,205 @@
+"""A training run, its one owner: a fresh or resumed byte-level AdamW run on a text, with the
+checkpoint and observation cadences of its settings, JSON-lines logs, exact resume and Ctrl-C.
+The command line (``pydepth train``) turns its options into settings and calls :func:`run_training`."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import math
+import os
+import pathlib
+import signal
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union
+
+from .. import checkpoint as _checkpoint
+from .._native._core import SplitMix64
+from ..checkpoint import Checkpoint
+from ..config import DecoderConfig
+from ..depth_init import DepthInitializationBudget, DepthInitializationRecord, Fresh, initialize_depth_scaled
+from ..errors import ConfigError
+from ..model import DecoderModel
+from ..optim import AdamW, Optimizer, warmup_cosine
+from . import step as _step
+from .errors import ResumeError
+from .log import TrainLog
+from .settings import TrainSettings
+
+__all__ = ["TrainProgress", "TrainResult", "run_training", "resume_settings"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainProgress:
+    """One finished optimizer step: ``step`` updates made (of ``total``; this call started at
+    ``start``), the ``loss`` before the update, its learning rate ``lr``, the ``seconds`` it took
+    and the tokens per second over this call's steps so far."""
+
+    step: int
+    total: int
+    start: int
+    loss: float
+    lr: float
+    seconds: float
+    tokens_per_second: float
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What a run left: its (resolved) settings, the trained model and optimizer, the generator,
+    the step reached, whether Ctrl-C stopped it, the final checkpoint, the logs, and the losses
+    of this call's steps in order."""
+
+    settings: TrainSettings
+    model: DecoderModel
+    optimizer: Optimizer
+    rng: SplitMix64
+    step: int
+    interrupted: bool
+    checkpoint: pathlib.Path
+    train_log: pathlib.Path
+    health_log: pathlib.Path
+    losses: List[float]
+
+
+@dataclasses.dataclass
+class _State:
+    settings: TrainSettings
+    model: DecoderModel
+    optimizer: Optimizer
+    rng: SplitMix64
+    record: Optional[DepthInitializationRecord]
+    step: int
+
+
+def resume_settings(ck: Checkpoint) -> TrainSettings:
+    """The settings stored in a checkpoint written by a training run (:class:`ResumeError` when it
+    holds no run settings, optimizer, generator or step; a tampered setting is refused by name)."""
+    saved = ck.extra.get("train") if isinstance(ck.extra, dict) else None
+    if not isinstance(saved, dict) or ck.optimizer_state is None or ck.rng is None or ck.step is None:
+        raise ResumeError("the checkpoint was not written by a training run "
+                          "(no run settings, optimizer, generator or step)")
+    return TrainSettings.from_dict(saved)
+
+
+def _fresh(settings: TrainSettings, config: Optional[DecoderConfig]) -> _State:
+    if config is None:
+        raise ConfigError("a fresh run needs a DecoderConfig (only a resumed run takes its checkpoint's)")
+    settings = settings.resolved(config.max_positions)
+    _step.check_byte_config(config, settings.tokens)  # type: ignore[arg-type]
+    rng = SplitMix64(settings.seed)
+    if settings.policy == "scaled":
+        init = initialize_depth_scaled(Fresh(config, DepthInitializationBudget(
+            config.parameter_count, config.max_positions), rng))
+        model, record = init.model, init.record
+    else:
+        model, record = DecoderModel(config, rng), None
+    lr, total = settings.lr, settings.steps
+    schedule = warmup_cosine(lr, min(settings.warmup, total), total,  # type: ignore[type-var]
+                             min_lr=min(settings.min_lr, lr))  # type: ignore[type-var]
+    optimizer = AdamW(model.parameters, lr=schedule, weight_decay=settings.weight_decay)
+    return _State(settings, model, optimizer, rng, record, 0)
+
+
+def _resumed(settings: TrainSettings, ck: Checkpoint, config: Optional[DecoderConfig], digest: str,
+             text_name: str) -> _State:
+    stored = resume_settings(ck)
+    saved_digest = ck.extra["train"].get("text_sha256")
+    if saved_digest != digest:
+        raise ResumeError(f"{text_name or 'the text'} differs from the text the checkpoint was trained on "
+                          f"(sha256 {digest[:12]}… vs {str(saved_digest)[:12]}…)")
+    if config is not None and config != ck.config:
+        raise ResumeError("the given configuration differs from the checkpoint's configuration")
+    given: Dict[str, Any] = settings.to_dict()
+    settings = stored.continued(given)  # refuses a run field that differs from the stored one
+    _step.check_byte_config(ck.config, settings.tokens)  # type: ignore[arg-type]
+    if settings.steps < ck.step:  # type: ignore[operator]
+        raise ResumeError(f"steps {settings.steps} is below the checkpoint's step {ck.step}")
+    return _State(settings, ck.model, ck.optimizer(), ck.rng, ck.record, ck.step)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[List[int]]:
+    """Ctrl-C only marks the run (the loop stops after the current step); signals reach the main
+    thread only, so elsewhere nothing is installed."""
+    interrupted: List[int] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum)) if main_thread else None
+    try:
+        yield interrupted
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _train(state: _State, documents: Any, log: TrainLog, save: Callable[[int], pathlib.Path],
+           interrupted: List[int], on_progress: Optional[Callable[[TrainProgress], None]]) -> List[float]:
+    """The loop: steps until the total or Ctrl-C, logging, observing and checkpointing on cadence."""
+    s, losses = state.settings, []
+    first, elapsed, positions = state.step, 0.0, s.batch * s.tokens  # type: ignore[operator]
+    while state.step < s.steps and not interrupted:
+        observe = s.observe_every > 0 and state.step % s.observe_every == 0
+        batch = _step.draw_batch(documents, state.rng, s.batch, s.tokens)  # type: ignore[arg-type]
+        lr = state.optimizer.lr
+        t0 = time.perf_counter()
+        loss, report = _step.train_step(state.model, state.optimizer, batch, observe=observe)
+        seconds = time.perf_counter() - t0
+        if report is not None:
+            log.health(state.step, loss, report)
+        state.step += 1
+        log.step(state.step, loss, lr, seconds)
+        losses.append(loss)
+        elapsed += seconds
+        if on_progress is not None:
+            rate = positions * (state.step - first) / elapsed if elapsed > 0 else math.inf
+            on_progress(TrainProgress(state.step, s.steps, first, loss, lr, seconds, rate))
+        if s.checkpoint_every and state.step % s.checkpoint_every == 0 and state.step < s.steps:
+            save(state.step)
+    return losses
+
+
+def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLike[str]], *,
+                 config: Optional[DecoderConfig] = None, resume: Optional[Checkpoint] = None,
+                 text_name: str = "", on_progress: Optional[Callable[[TrainProgress], None]] = None,
+                 on_message: Optional[Callable[[str], None]] = None) -> TrainResult:
+    """Trains on the paragraphs of ``text`` up to ``settings.steps`` and writes, into ``out``,
+    checkpoints ``step-NNNNNN.safetensors`` (every ``checkpoint_every`` steps and at the end, with
+    the settings in ``extra["train"]``), ``train.jsonl`` and ``health.jsonl``.
+
+    A fresh run needs ``config``; a run resumed from ``resume`` (a checkpoint of this function)
+    continues it bit for bit: the same text, its stored run settings (start from
+    :func:`resume_settings`; ``steps``, ``observe_every``, ``checkpoint_every`` and ``plot`` may
+    change), the logs trimmed to its step. Every refusal comes before anything is written.
+    ``on_progress`` is called after every step, ``on_message`` with the start and end lines. On
+    the main thread Ctrl-C stops the run after the current step, checkpointed
+    (``TrainResult.interrupted``). ``text_name`` names the text in the checkpoint and messages."""
+    documents = _step.byte_documents(text)
+    digest = hashlib.sha256(text).hexdigest()
+    state = _fresh(settings, config) if resume is None else _resumed(settings, resume, config, digest, text_name)
+    s, say = state.settings, on_message or (lambda line: None)
+    directory = pathlib.Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    log = TrainLog(directory)
+    log.begin(state.step, resumed=resume is not None)
+    extra = {"train": {**s.to_dict(), "text_sha256": digest, "text_file": text_name}}
+
+    def save(at: int) -> pathlib.Path:
+        path = directory / f"step-{at:06d}.safetensors"
+        _checkpoint.save(path, state.model, optimizer=state.optimizer, rng=state.rng, record=state.record,
+                         step=at, extra=extra)
+        return path
+
+    say(f"training {state.model!r}, policy {s.policy}, {len(documents)} documents, "
+        f"{s.batch}x{s.tokens} tokens per step, steps {state.step}..{s.steps}")
+    with log, _ctrl_c() as interrupted:
+        losses = _train(state, documents, log, save, interrupted, on_progress)
+    final = save(state.step)
+    say(f"{'interrupted; ' if interrupted else ''}wrote {final}")
+    if s.observe_every > 0:  # the final parameters, on the batch the next step would draw (a copy of the generator)
+        loss, report = _step.observe_step(state.model, _step.draw_batch(
+            documents, state.rng.copy(), s.batch, s.tokens))  # type: ignore[arg-type]
+        with log:
+            log.health(state.step, loss, report)
+    return TrainResult(s, state.model, state.optimizer, state.rng, state.step, bool(interrupted), final,
+                       log.train_path, log.health_path, losses)
