@@ -15,6 +15,7 @@ Engines (``scheduler=``):
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import pathlib
 import time
@@ -115,6 +116,21 @@ def _serial(spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, Li
         yield run_cells(*_task_args(spec, b))
 
 
+class _OneLine(logging.Filter):
+    """Keeps Dask's client log messages but not their tracebacks: a lost scheduler is reported once,
+    as a SweepError, and its reconnection attempts stay one line each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        if isinstance(record.msg, str) and "Traceback" in record.msg:
+            record.msg, record.args = record.msg.split("Traceback", 1)[0].rstrip() or "(traceback omitted)", None
+        return True
+
+
+_ONE_LINE = _OneLine()
+_CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
+
+
 class _Engine:
     """A Dask client (and the local cluster it owns, if any), closed on exit."""
 
@@ -126,6 +142,8 @@ class _Engine:
         if scheduler == "serial":
             return
         distributed = _dask()
+        for name in _CLIENT_LOGGERS:  # until close(): Dask's own log lines without tracebacks
+            logging.getLogger(name).addFilter(_ONE_LINE)
         address = scheduler if scheduler not in (None, "local", "threads") else None
         if scheduler is None:
             address = os.environ.get("DASK_SCHEDULER_ADDRESS") or None
@@ -191,6 +209,8 @@ class _Engine:
                     obj.close()
                 except (Exception, asyncio.CancelledError):
                     pass  # a scheduler that died has nothing left to close; the sweep's error says so
+        for name in _CLIENT_LOGGERS:
+            logging.getLogger(name).removeFilter(_ONE_LINE)
 
 
 def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resume: bool = True,
