@@ -200,3 +200,13 @@ def test_the_exit_codes_130_and_143_are_documented():
     assert "130 interrupted" in EXIT_CODES and "143 terminated" in EXIT_CODES
     readme = (ROOT / "README.md").read_text()
     assert "143" in readme and "130" in readme
+
+
+@pytest.mark.parametrize("command", ["train", "sweep"])
+def test_a_config_or_spec_file_nested_a_hundred_thousand_deep_is_one_line(tmp_path, capsys, command):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    argv = (["train", str(CORPUS), "--config", str(deep), "--out", str(tmp_path / "o")] if command == "train"
+            else ["sweep", str(deep), "--out", str(tmp_path / "o"), "--scheduler", "serial"])
+    assert main(argv) == 1
+    assert "too deeply" in capsys.readouterr().err
