@@ -1,15 +1,12 @@
 /* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward: the forward
  * read backwards, one VJP per line. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pd_backward.h"
 #include "kernels/gemm.h"
-#include "kernels/grad_loops.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
-#include "pd_checksum.h"
-#include "pd_grad.h"
+#include "pd_grad_txn.h"
 #include "pd_interrupt.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
@@ -40,10 +37,11 @@ typedef struct {
     double *inverse_rms, *mean_square;               /* [N], filled only on request */
 } block_adjoints;
 
-/* Everything one reverse pass writes, carved from one pooled arena. */
+/* Everything one reverse pass writes: the adjoints, carved from one pooled arena, and the
+ * parameter contributions of its transaction. */
 typedef struct {
-    double **grad;          /* [n_params]: this pass's contribution to each parameter gradient */
-    uint8_t *direct;        /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
+    double **grad;          /* [n_params]: the transaction's contribution to each parameter gradient */
+    const uint8_t *direct;  /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
     double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
     double *final_norm_out; /* [N, W] adjoint of the final norm output */
     double *residual;       /* [N, W] adjoint of the current residual site (block input/output) */
@@ -87,10 +85,10 @@ static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const
 
 /* RMSNorm VJP (§6.2): out = (((0 + res) + c_n) + c_s) + c_s, dgain, optional captures. */
 static void norm_backward(const pd_graph *g, const double *u, const double *x, const double *gain,
-                          const pd_norm_rec *r, const double *res, double *out, double *dgain,
-                          double *cap_n, double *cap_r, double *cap_m) {
-    pd_rmsnorm_backward(g->N, g->model->cfg.model_width, u, x, gain, r->shifted, r->inverse_rms,
-                        r->normalized, g->valid, res, out, dgain, cap_n, cap_r, cap_m);
+                          const pd_norm_rec *r, const pd_norm_grads *d) {
+    const pd_config *c = &g->model->cfg;
+    const pd_norm_geom geom = {g->N, c->model_width, c->rms_epsilon, g->valid};
+    pd_rmsnorm_backward(&geom, u, x, gain, r, d);
 }
 
 /* The saved softmax again when an earlier pass wrote its logits adjoint over it: the same
@@ -101,7 +99,8 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
     double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
     size_t count;
     if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
-    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, g->prob, nll, &loss, &count, e);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_status st = pd_nll_forward(&t, g->logits, g->prob, nll, &loss, &count, e);
     free(nll);
     if (st == PD_OK) g->prob_spent = 0;
     return st;
@@ -118,13 +117,15 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     PD_TRY(prob_ready(g, e));
     s->logits = g->prob;
     g->prob_spent = 1;
-    pd_nll_backward(N, V, g->prob, g->targets, g->valid, g->n_targets, s->logits);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_nll_backward(&t, g->prob, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
     wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
+    const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
-                  &g->final_norm, NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL);
+                  &g->final_norm, &d_final_norm);
     return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
 
@@ -147,8 +148,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
     wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
-    pd_swiglu_backward(N * F, d->product, r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear,
-                       d->gate_silu, d->up, d->gate_linear);
+    const pd_swiglu_saved gate = {r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear};
+    const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
+    pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
     PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
     PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
@@ -157,8 +159,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
-    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, A, AA,
-                  G[PD_P_FFN_GAIN], NULL, NULL, NULL);
+    const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
+    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, &d_ffn_norm);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
@@ -167,13 +169,15 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
     pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
-    PD_TRY(pd_attention_backward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
-                              d->head_outputs, d->rot_query_heads, d->rot_key_heads, d->value_heads, e));
+    const pd_attn_in attn = {r->rot_query_heads, r->rot_key_heads, r->value_heads};
+    const pd_attn_grads d_qkv = {d->rot_query_heads, d->rot_key_heads, d->value_heads};
+    PD_TRY(pd_attention_backward(&geom, &attn, r->weights, d->head_outputs, &d_qkv, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
     PD_TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
-    pd_rope_apply(B, H, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_query_heads, d->query_heads, 1);
-    pd_rope_apply(B, KVH, T, D, g->pos, m->rope_sin, m->rope_cos, d->rot_key_heads, d->key_heads, 1);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    pd_rope_apply(&rope, H, d->rot_query_heads, d->query_heads, 1);
+    pd_rope_apply(&rope, KVH, d->rot_key_heads, d->key_heads, 1);
     capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
     capture(sel, blk, PD_N_KEY_HEADS, d->key_heads, N * KVD);
     pd_merge_heads(B, T, H, D, d->query_heads, d->query);
@@ -189,8 +193,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
     double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
-    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, AA, A,
-                  G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m);
+    const pd_norm_grads d_attn_norm = {AA, A, G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m};
+    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, &d_attn_norm);
     PD_TRY(pd_check_finite(A, N * W, blk, PD_N_ADJOINT, e));
     if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
     if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);
@@ -243,144 +247,29 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
-#define PD_COMMIT_GRAIN 32768 /* elements per chunk of one parameter's check or commit */
-
-/* A direct contribution (written into a gradient of +0.0) commits as grad = 0.0 + c: the bits
- * of (+0.0) + c on the buffered path, -0.0 included. That write is its own check: a refused
- * pass zeroes a direct gradient again (restore_direct). */
-typedef struct {
-    double *grad;
-    const double *adj;
-    const pd_grad_loops *loops;
-    int direct;
-    int bad;
-} grad_ctx;
-
-static void grad_check_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    const uint64_t any = c->direct ? c->loops->commit_direct(c->grad, begin, end)
-                                   : c->loops->check_sum(c->grad, c->adj, begin, end);
-    if (any >> 63) c->bad = 1;
-}
-
-static void grad_commit_task(void *vctx, size_t begin, size_t end) {
-    grad_ctx *c = vctx;
-    if (!c->direct) c->loops->commit_sum(c->grad, c->adj, begin, end);
-}
-
-typedef struct {
-    const pd_model *m;
-    double *const *contribution;
-    const uint8_t *direct; /* per parameter, or NULL */
-    const pd_grad_loops *loops;
-    uint8_t *bad;          /* per parameter */
-} commit_ctx;
-
-static grad_ctx grad_ctx_of(const commit_ctx *c, size_t i) {
-    grad_ctx gc = {c->m->params[i]->grad, c->contribution[i], c->loops, c->direct && c->direct[i], 0};
-    return gc;
-}
-
-/* One parameter's elements: inline below one chunk, else split over the pool. */
-static void each_chunk(size_t n, pd_task_fn fn, grad_ctx *gc) {
-    if (n <= PD_COMMIT_GRAIN) fn(gc, 0, n);
-    else pd_parallel_for(n, PD_COMMIT_GRAIN, fn, gc);
-}
-
-/* Parameters [begin, end): each one's elements, split further only when it is large alone. */
-static void check_params_task(void *vctx, size_t begin, size_t end) {
-    commit_ctx *c = vctx;
-    for (size_t i = begin; i < end; i++) {
-        grad_ctx gc = grad_ctx_of(c, i);
-        each_chunk(c->m->params[i]->size, grad_check_task, &gc);
-        c->bad[i] = (uint8_t)gc.bad;
-    }
-}
-
-static void commit_params_task(void *vctx, size_t begin, size_t end) {
-    commit_ctx *c = vctx;
-    for (size_t i = begin; i < end; i++) {
-        if (c->direct && c->direct[i]) continue; /* committed by its check */
-        grad_ctx gc = grad_ctx_of(c, i);
-        each_chunk(c->m->params[i]->size, grad_commit_task, &gc);
-    }
-}
-
-/* Adds every contribution to its stored gradient, only when every result is finite (§6.5).
- * The parameters go to the pool as one job: most are too small to split on their own. A
- * committed gradient is no longer known to be +0.0. */
-static pd_status commit_gradients(const pd_model *m, double *const *contribution,
-                                  const uint8_t *direct, pd_error *e) {
-    const size_t np = m->n_params;
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) total += m->params[i]->size;
-    const size_t grain = total >= 2 * PD_COMMIT_GRAIN ? 1 : (np ? np : 1);
-    uint8_t *bad = calloc(np ? np : 1, 1);
-    if (!bad) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    commit_ctx cc = {m, contribution, direct, pd_grad_loops_current(), bad};
-    pd_parallel_for(np, grain, check_params_task, &cc);
-    for (size_t i = 0; i < np; i++) {
-        if (!bad[i]) continue;
-        const pd_param *q = m->params[i];
-        const int d = direct && direct[i];
-        for (size_t x = 0; x < q->size; x++) { /* the first offending element, in order */
-            const double nv = d ? q->grad[x] : q->grad[x] + contribution[i][x]; /* direct: 0.0 + c already */
-            if (!isfinite(contribution[i][x]) || !isfinite(nv)) {
-                free(bad);
-                return pd_fail(e, PD_ERR_NONFINITE, x, nv, (int)i, PD_N_GRADIENT);
-            }
-        }
-    }
-    free(bad);
-    pd_parallel_for(np, grain, commit_params_task, &cc);
-    for (size_t i = 0; i < np; i++) m->params[i]->grad_zero = 0;
-    return PD_OK;
-}
-
-/* A refused or dropped pass leaves its direct gradients as it found them: +0.0. */
-static void restore_direct(const pd_model *m, const backward_scratch *s) {
-    if (!s->direct) return;
-    for (size_t i = 0; i < m->n_params; i++)
-        if (s->direct[i]) pd_grad_zero(m->params[i]);
-}
-
-/* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
- * the table names the same parameter (each slot's contribution needs its own buffer then). */
-static int direct_ok(const pd_model *m, size_t i) {
-    return m->params[i]->grad_zero && !m->shared[i];
-}
-
 static double *carve(double **p, size_t n) {
     double *out = *p;
     *p += n;
     return out;
 }
 
-/* One pooled arena, not zeroed: every buffer is fully written before it is read. With
- * in_place, a parameter whose gradient is +0.0 takes its contribution in its gradient. */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_place, pd_error *e) {
+/* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
+ * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_grad_txn *t,
+                               pd_error *e) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width, np = m->n_params;
-    memset(s, 0, sizeof *s);
-    s->grad = calloc(np ? np : 1, sizeof(double *));
-    s->direct = calloc(np ? np : 1, 1);
+    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width;
+    s->grad = t->grad;
+    s->direct = t->direct;
     s->touched = calloc(V, 1);
     s->gather_row = malloc(V * sizeof(size_t));
     s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
-    if (!s->grad || !s->direct || !s->touched || !s->gather_row || !s->gather_ids)
-        return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
-    size_t total = 0;
-    for (size_t i = 0; i < np; i++) {
-        s->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
-        if (!s->direct[i]) total += m->params[i]->size;
-    }
-    total += N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
+    if (!s->touched || !s->gather_row || !s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
+    const size_t total = N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
     s->arena = pd_buf_get(total, 0, e);
     if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
     double *p = s->arena;
-    for (size_t i = 0; i < np; i++)
-        s->grad[i] = s->direct[i] ? m->params[i]->grad : carve(&p, m->params[i]->size);
     s->gather = carve(&p, N * W);
     s->residual = carve(&p, N * W);
     s->after_attn = carve(&p, N * W);
@@ -408,66 +297,23 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, int in_pl
 }
 
 static void scratch_free(backward_scratch *s) {
-    free(s->grad);
-    free(s->direct);
     free(s->touched);
     free(s->gather_row);
     free(s->gather_ids);
     pd_buf_put(s->arena);
 }
 
-/* A loss attached, the intermediate values recorded, and no parameter changed since. */
-static pd_status backward_ready(const pd_graph *g, pd_error *e) {
-    const pd_model *m = g->model;
-    if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
-    if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
-    for (size_t i = 0; i < m->n_params; i++)
-        if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
-    size_t *now = malloc((m->n_params ? m->n_params : 1) * sizeof(size_t));
-    if (!now) return pd_fail(e, PD_ERR_ALLOC, m->n_params, 0.0, -1, -1);
-    pd_params_checksums(m->params, m->n_params, now);
-    for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
-        if (now[i] != g->checksums[i]) {
-            free(now);
-            return pd_fail(e, PD_ERR_STALE, i, 1.0, -1, -1);
-        }
-    free(now);
-    return PD_OK;
-}
-
-void pd_graph_discard(pd_graph *g) {
-    if (!g->pending) return;
-    restore_direct(g->model, g->pending);
-    scratch_free(g->pending);
-    free(g->pending);
-    g->pending = NULL;
-}
-
-/* The finished scratch of an uncommitted pass moves to the graph until commit or discard; its
- * direct gradients are no longer +0.0, so no other pass writes into them meanwhile. */
-static pd_status keep_pending(pd_graph *g, backward_scratch *s, pd_error *e) {
-    backward_scratch *kept = malloc(sizeof *kept);
-    if (!kept) {
-        restore_direct(g->model, s);
-        scratch_free(s);
-        return pd_fail(e, PD_ERR_ALLOC, sizeof *kept, 0.0, -1, -1);
+/* The forward read backwards: loss and head, the blocks last to first, the embedding. */
+static pd_status reverse(pd_graph *g, const selection *sel, backward_scratch *s, pd_error *e) {
+    PD_TRY(head_backward(g, sel, s, e));
+    for (size_t b = g->model->cfg.layers; b-- > 0;) {
+        /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
+        if (pd_interrupt_requested()) return pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
+        PD_TRY(block_backward(g, b, sel, s, e));
     }
-    *kept = *s;
-    pd_graph_discard(g);
-    for (size_t i = 0; i < g->model->n_params; i++)
-        if (kept->direct[i]) g->model->params[i]->grad_zero = 0;
-    g->pending = kept;
+    capture(sel, -1, PD_N_EMBEDDING, s->residual, g->N * g->model->cfg.model_width);
+    embedding_backward(g, s);
     return PD_OK;
-}
-
-pd_status pd_graph_commit(pd_graph *g, pd_error *e) {
-    backward_scratch *s = g->pending;
-    if (!s) return pd_fail(e, PD_ERR_NO_PENDING, 0, 0.0, -1, -1);
-    pd_status st = backward_ready(g, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s->grad, s->direct, e);
-    if (st == PD_OK) memset(s->direct, 0, g->model->n_params); /* committed: nothing to write back */
-    pd_graph_discard(g);
-    return st;
 }
 
 pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
@@ -478,25 +324,16 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                  double **out, uint8_t *found, int mode, pd_error *e) {
     if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
-    pd_status st = backward_ready(g, e);
+    pd_status st = pd_graph_fresh(g, e);
     if (st != PD_OK) return st;
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
+    pd_grad_txn t;
     backward_scratch s;
-    st = scratch_alloc(&s, g, mode != PD_PASS_WAIT, e);
-    if (st == PD_OK) st = head_backward(g, &sel, &s, e);
-    for (size_t b = g->model->cfg.layers; b-- > 0 && st == PD_OK;) {
-        /* between blocks: a pending Ctrl-C stops the pass before anything is committed */
-        if (pd_interrupt_requested()) st = pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
-        else st = block_backward(g, b, &sel, &s, e);
-    }
-    if (st == PD_OK) {
-        capture(&sel, -1, PD_N_EMBEDDING, s.residual, g->N * g->model->cfg.model_width);
-        embedding_backward(g, &s);
-    }
-    if (st == PD_OK && mode != PD_PASS_COMMIT) return keep_pending(g, &s, e);
-    if (st == PD_OK) st = commit_gradients(g->model, s.grad, s.direct, e);
-    if (st != PD_OK) restore_direct(g->model, &s);
+    memset(&s, 0, sizeof s);
+    st = pd_grad_txn_open(&t, g->model, mode != PD_PASS_WAIT, e);
+    if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
+    if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);
-    return st;
+    return pd_grad_txn_end(g, &t, mode, st, e);
 }

@@ -12,7 +12,7 @@
 
 #define PD_BUF_SLOTS 8
 /* smaller buffers come cheaply from malloc; from 64 KiB on, each glibc free of a step's arena
- * also consolidated the heap (about 0.5 us of small's 44 us step) */
+ * also consolidated the heap (benchmarks/KERNELS.md) */
 #define PD_BUF_MIN_BYTES (16u * 1024u)
 #define PD_BUF_HEADER 64                /* keeps the payload 64-byte aligned */
 

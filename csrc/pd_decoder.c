@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_decoder.h"
-#include "pd_backward.h"
+#include "pd_grad_txn.h"
 #include "pd_checksum.h"
 #include "pd_interrupt.h"
 #include "pd_init.h"
@@ -240,11 +240,11 @@ static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, 
     r->weights = p; /* B * H * T * T */
 }
 
-static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, pd_norm_rec *r,
+static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
     const pd_config *c = &g->model->cfg;
-    return pd_rmsnorm_forward(g->N, c->model_width, x, gain, c->rms_epsilon, g->valid, r->mean_square,
-                              r->shifted, r->inverse_rms, r->normalized, r->out, blk, node, e);
+    const pd_norm_geom geom = {g->N, c->model_width, c->rms_epsilon, g->valid};
+    return pd_rmsnorm_forward(&geom, x, gain, r, blk, node, e);
 }
 
 /* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
@@ -267,11 +267,12 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_split_heads(B, T, c->heads, D, g->q, r->query_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->k, r->key_heads);
     pd_split_heads(B, T, c->kv_heads, D, g->v, r->value_heads);
-    pd_rope_apply(B, c->heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->query_heads, r->rot_query_heads, 0);
-    pd_rope_apply(B, c->kv_heads, T, D, g->pos, m->rope_sin, m->rope_cos, r->key_heads, r->rot_key_heads, 0);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    pd_rope_apply(&rope, c->heads, r->query_heads, r->rot_query_heads, 0);
+    pd_rope_apply(&rope, c->kv_heads, r->key_heads, r->rot_key_heads, 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
-    PD_TRY(pd_attention_forward(&geom, r->rot_query_heads, r->rot_key_heads, r->value_heads, r->weights,
-                                r->head_outputs, blk, e));
+    const pd_attn_in attn = {r->rot_query_heads, r->rot_key_heads, r->value_heads};
+    PD_TRY(pd_attention_forward(&geom, &attn, r->weights, r->head_outputs, blk, e));
     PD_TRY(pd_check_finite(r->head_outputs, N * W, blk, PD_N_HEAD_OUTPUTS, e));
     pd_merge_heads(B, T, c->heads, D, r->head_outputs, r->merged);
     pd_mm_nn(N, W, W, r->merged, W, P[PD_P_WO]->value, W, r->attn_out, W, 0);
@@ -490,7 +491,8 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     }
     double loss;
     size_t count;
-    pd_status st = pd_nll_forward(N, V, g->logits, g->targets, g->valid, prob, nll, &loss, &count, e);
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
         pd_buf_put(prob);
         free(nll);

@@ -6,6 +6,7 @@
 #include "pd_error.h"
 #include "pd_nodes.h"
 #include "pd_rng.h"
+#include "ops/rmsnorm.h" /* pd_norm_rec */
 
 typedef struct {
     size_t vocabulary_size, model_width, heads, kv_heads, feed_forward_width, layers, max_positions;
@@ -18,7 +19,7 @@ typedef struct pd_param_s {
     double *grad;
     size_t size;
     uint64_t revision;
-    int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and the commit */
+    int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and pd_grad_txn.h */
 } pd_param;
 
 /* Per-block parameter slots, in declaration order (index 1 + 9*b + k). */
@@ -34,15 +35,6 @@ typedef struct {
     uint8_t *shared;             /* [n_params]: another slot names the same parameter */
     double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
 } pd_model;
-
-/* Saved values of one RMSNorm (docs/numerics.md §5.1). */
-typedef struct {
-    double *mean_square;  /* m [N] */
-    double *shifted;      /* z = m + eps [N] */
-    double *inverse_rms;  /* r = exp(log(z) * -0.5) [N] */
-    double *normalized;   /* n = x * r [N, W] */
-    double *out;          /* n * gain [N, W] */
-} pd_norm_rec;
 
 /* The values one block records (docs/numerics.md §5.3-§5.6), named like its pd_node_kind. */
 typedef struct {
@@ -84,7 +76,7 @@ typedef struct {
     uint64_t *revisions; /* parameter revisions seen by this forward */
     size_t *checksums;   /* recorded graphs: parameter value checksums seen by this forward */
     double *arena;
-    void *pending;       /* a reverse pass run with commit == 0, waiting (pd_backward.c) */
+    struct pd_grad_txn *pending; /* a waiting pass's contributions (pd_grad_txn.h) */
 } pd_graph;
 
 /* The configuration checks, X(index, rule): pd_config_validate runs them in the reference's

@@ -1,6 +1,6 @@
 /* A parameter's gradient writers outside the reverse pass (pd_grad.c). Each keeps
- * pd_param.grad_zero true only while every gradient element is +0.0, so the reverse pass may
- * write its contributions straight into such a gradient (pd_backward.c). */
+ * pd_param.grad_zero true only while every gradient element is +0.0, so the gradient
+ * transaction may write a contribution straight into such a gradient (pd_grad_txn.c). */
 #ifndef PD_GRAD_H
 #define PD_GRAD_H
 #include "pd_decoder.h"

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "pd_error.h"
+#include "kernels/nonfinite.h" /* pd_nonfinite_bit */
 
 /* *out = a * b; returns 0 on overflow. */
 static inline int pd_mul_ok(size_t a, size_t b, size_t *out) {
@@ -30,15 +31,6 @@ double *pd_zeros(size_t n, pd_error *e);
 /* Whether n doubles could be allocated right now (allocates and frees them, untouched), so a
  * caller can refuse a huge request before building anything proportional to it. */
 int pd_can_allocate(size_t n);
-
-/* Bit 63 is set exactly when v is an infinity or a NaN: the exponent field plus its lowest
- * bit carries into the sign position only when the field is all ones. OR-ing these over an
- * array is a branch-free reduction the compiler vectorizes (isfinite's compare is not). */
-static inline uint64_t pd_nonfinite_bit(double v) {
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    return (b & 0x7FF0000000000000u) + 0x0010000000000000u;
-}
 
 /* True when every element is finite; *where receives the first offending index. */
 int pd_all_finite(const double *x, size_t n, size_t *where);

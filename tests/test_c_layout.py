@@ -1,5 +1,7 @@
-"""The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, and
-every C file that exports something has the header named after it."""
+"""The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, every C
+file that exports something has the header named after it, and the include arrows point one way
+(core -> kernels -> platform; the reverse pass apart from its gradient transaction); comments
+say why without issue numbers or benchmark figures (those live in benchmarks/)."""
 import pathlib
 import re
 
@@ -10,12 +12,12 @@ MAX_LINES = 80
 
 def _strip(text):
     """Comments and string/char literals blanked out, newlines kept (so line numbers hold)."""
-    pattern = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+    pattern = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def functions(path):
-    """(name, first line, last line) of every function definition in a C file."""
+def _code(path):
+    """A C file's code: comments, literals and preprocessor lines blanked, newlines kept."""
     text = _strip(path.read_text())
     # preprocessor lines and their continuations (macros may hold braces) do not count as code
     lines, in_directive = [], False
@@ -23,7 +25,12 @@ def functions(path):
         directive = in_directive or raw.lstrip().startswith("#")
         in_directive = directive and raw.rstrip().endswith("\\")
         lines.append(" " * len(raw) if directive else raw)
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def functions(path):
+    """(name, first line, last line) of every function definition in a C file."""
+    text = _code(path)
     out, depth, head_start, head = [], 0, 0, ""
     line = 1
     start = None
@@ -79,7 +86,102 @@ def test_every_exporting_c_file_has_its_own_header():
         if path.parent.name == "platform" and path.with_name(path.stem.rsplit("_", 1)[0] + ".h").exists():
             continue  # per-OS backends (pd_thread_posix.c, pd_thread_win32.c) share pd_thread.h
         text = _strip(path.read_text())
-        exports = re.findall(r"^(?!static)[a-z_][\w \*]*\b(pd_\w+)\s*\(", text, re.M)
+        exports = re.findall(r"^(?!static)[a-z_][\w \*]*\b(pd_\w+)\s*\(", text, re.MULTILINE)
         if exports and not path.with_suffix(".h").exists():
             missing.append(str(path.relative_to(ROOT)))
     assert not missing, missing
+
+
+def quoted_includes(path):
+    """The files a C file's `#include "..."` lines name, resolved against its directory and csrc/."""
+    out = []
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.MULTILINE):
+        local = (path.parent / name).resolve()
+        out.append(local if local.exists() else (CSRC / name).resolve())
+    return out
+
+
+def test_the_include_reader_finds_known_includes():
+    found = quoted_includes(CSRC / "pd_backward.c")
+    assert (CSRC / "pd_backward.h").resolve() in found
+    assert (CSRC / "kernels" / "gemm.h").resolve() in found
+
+
+def test_the_kernels_include_no_core_header():
+    allowed = ((CSRC / "kernels").resolve(), (CSRC / "platform").resolve())
+    bad = []
+    for path in sorted((CSRC / "kernels").rglob("*.[ch]")):
+        for header in quoted_includes(path):
+            if not any(header.is_relative_to(root) for root in allowed):
+                bad.append(f"{path.relative_to(ROOT)} includes {header.relative_to(ROOT.resolve())}")
+    assert not bad, bad
+
+
+def test_the_decoder_does_not_include_the_backward_header():
+    for path in (CSRC / "pd_decoder.c", CSRC / "pd_decoder.h"):
+        assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(path), path.name
+
+
+FIGURE = re.compile(
+    r"\bissue[- ]?\d+|(?<![\w&])#\d+\b|\b\d+(?:\.\d+)?\s*(?:us|µs|ms|ns|GFLOP/s|GF/s)\b"
+    r"|\b\d+(?:\.\d+)?\s*->\s*\d+(?:\.\d+)?\b|\b\d+\s*%\s*(?:faster|slower)",
+    re.IGNORECASE,
+)
+
+
+def comment_figures(path):
+    """(line, text) of each issue number or benchmark figure in a C file's comments."""
+    text = path.read_text()
+    out = []
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*", text, re.DOTALL):
+        for hit in FIGURE.finditer(m.group(0)):
+            out.append((text.count("\n", 0, m.start() + hit.start()) + 1, hit.group(0)))
+    return out
+
+
+def test_the_figure_finder_finds_issue_numbers_and_timings(tmp_path):
+    sample = tmp_path / "sample.c"
+    sample.write_text("/* see issue 17 */\nint x; // 45.7 -> 44.4 us\n/* 105 GFLOP/s */ int y = 3 % 2;\n")
+    assert [line for line, _ in comment_figures(sample)] == [1, 2, 3]
+
+
+def test_c_comments_hold_no_issue_numbers_or_benchmark_figures():
+    found = [
+        f"{path.relative_to(ROOT)}:{line} {hit!r}"
+        for path in sorted(CSRC.rglob("*.[ch]"))
+        for line, hit in comment_figures(path)
+    ]
+    assert not found, f"move these to benchmarks/README.md or benchmarks/KERNELS.md: {found}"
+
+
+MAX_PARAMS = 9
+# the BLAS-shaped products keep BLAS's argument order; pd_graph_forward is the Cython skin's entry
+WIDE_BY_DESIGN = {"pd_mm_nn", "pd_mm_nt", "pd_mm_tn", "pd_graph_forward"}
+
+
+def parameter_counts(path):
+    """(name, number of parameters) of every function defined in a C file."""
+    code = re.sub(r"PD_TARGET\s*\([^)]*\)", "", _code(path))
+    out = []
+    for m in re.finditer(r"\b(\w+)\s*\(([^;{}()]*)\)\s*\{", code):
+        if m.group(1) in {"if", "for", "while", "switch"}:
+            continue
+        params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
+        out.append((m.group(1), len(params)))
+    return out
+
+
+def test_the_parameter_counter_counts_known_functions():
+    counts = dict(parameter_counts(CSRC / "pd_backward.c"))
+    assert counts["pd_graph_backward_pass"] == 8
+    assert counts["capture"] == 5
+
+
+def test_no_c_function_takes_a_long_list_of_loose_arguments():
+    wide = [
+        f"{path.relative_to(ROOT)} {name} ({n} parameters)"
+        for path in sorted(CSRC.rglob("*.c"))
+        for name, n in parameter_counts(path)
+        if n > MAX_PARAMS and name not in WIDE_BY_DESIGN
+    ]
+    assert not wide, f"pass the context struct instead: {wide}"

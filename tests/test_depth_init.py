@@ -472,3 +472,18 @@ def test_random_configs_consume_rng_like_plain_constructor(cfg, seed):
             expected = expected * factor
         assert np.array_equal(p.value.view(np.uint64), expected.view(np.uint64)), p.name
     assert DepthInitializationRecord.from_dict(json.loads(json.dumps(init.record.to_dict()))) == init.record
+
+
+def test_at_32_blocks_the_depth_scaled_models_largest_adjoint_ratio_is_below_its_controls_in_every_seed():
+    # the README's comparison and docs/depth-policy.md state this; one short draw can go the other way
+    cfg = DecoderConfig(266, 16, 2, 20, 32, 16)
+    rows = np.random.default_rng(0).integers(0, 266, size=(4, 17))
+    for seed in range(5):
+        fresh = FreshDepthInitialization.prepare(cfg, DepthInitializationBudget.for_config(cfg), SplitMix64(seed))
+        control = fresh.base_model.clone()
+        ratios = []
+        for model in (fresh.complete().model, control):
+            fwd = model.forward(rows[:, :-1])
+            ratios.append(pydepth.observe_residual_health(model, fwd, fwd.loss(rows[:, 1:]),
+                                                          accumulate_gradients=False).adjoint_ratio_range[1])
+        assert ratios[0] < ratios[1], (seed, ratios)

@@ -218,3 +218,13 @@ def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
                         loss.backward()
     finally:
         _core.force_kernel_path(old)
+
+
+def test_a_view_let_go_while_an_exception_is_raised_keeps_that_exception():
+    # `.value` is a property: calling its array drops the array's buffer view while the TypeError is set
+    cfg = pydepth.DecoderConfig(266, 16, 2, 20, 2, 16)
+    fwd = pydepth.DecoderModel(cfg, pydepth.SplitMix64(1)).forward(np.array([[0, 99, 100, 101]]))
+    site = fwd.residual_sites[0]
+    with pytest.raises(TypeError, match="not callable"):
+        site.value()
+    assert site.value.shape == (1, 4, 16)  # the record is intact and still readable

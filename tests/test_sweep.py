@@ -50,7 +50,7 @@ from pydepth.sweep.store import part_files  # noqa: E402
 
 SMALL = dict(depths=[1, 2, 4], widths=[4, 16], seeds=[0, 1, 2], sequence_length=4, steps=[0, 2])
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
-TIMEOUT = 60
+TIMEOUT = 240  # a hang guard: the sanitizer job runs these subprocesses several times slower
 
 
 def assert_bitwise_equal(a, b):

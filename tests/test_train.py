@@ -217,7 +217,7 @@ def test_refusals_name_the_problem(tmp_path, config, capsys):
     assert run("train", CORPUS, "--config", config, "--lr", "nan", "--out", tmp_path / "x") == 1
     assert "--lr must be a finite positive number, got nan" in capsys.readouterr().err
     assert run("train", CORPUS, "--config", config, "--weight-decay", "-1", "--out", tmp_path / "x") == 1
-    assert "weight_decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
+    assert "--weight-decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
 
 
 def test_packed_batches_fill_every_row_with_byte_segments_drawn_from_the_generator():
@@ -265,3 +265,11 @@ def test_the_example_data_readme_states_the_configs_true_parameter_count():
     config = pydepth.DecoderConfig.from_dict(json.loads((data / "byte-8block.json").read_text()))
     stated = re.search(r"([\d,]+) parameters", (data / "README.md").read_text()).group(1)
     assert int(stated.replace(",", "")) == config.parameter_count
+
+
+def test_train_ends_with_one_summary_line_on_stdout(tmp_path, config, capsys):
+    assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
+               "--out", tmp_path / "o") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("trained to step 3 of 3 (3 steps in ")
+    assert "last loss " in out[0] and out[0].endswith(f"checkpoint {tmp_path / 'o' / 'step-000003.safetensors'}")

@@ -17,16 +17,15 @@
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
 
-/* Below this many multiply-adds packing costs more than it saves: the unpacked kernels of
- * gemm_small.c were faster below 64x64x64 on AVX2 and AVX-512, about even there (measured by
- * benchmarks/bench_small_gemm.c against a core built with -DPD_SMALL_MACS=1, all packed). */
+/* Below this many multiply-adds (64x64x64) packing costs more than it saves, so the unpacked
+ * kernels of gemm_small.c run instead (benchmarks/KERNELS.md has the measurement). */
 #ifndef PD_SMALL_MACS
 #define PD_SMALL_MACS (1u << 18)
 #endif
 #define PD_TILE_MAX (8 * 16)
 /* A transposed A's stored rows lie a power of two apart in the vocabulary products, too many
  * short streams for the hardware prefetcher: its packing asks for the row this many k ahead
- * (tn 16384x256x512 at 1 thread: 105 -> 114 GFLOP/s; 8 and 16 measured the same). */
+ * (benchmarks/KERNELS.md has the measurement). */
 #define PD_PACK_A_PREFETCH 8
 
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
@@ -189,37 +188,58 @@ static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 typedef struct {
     const pd_gemm_path *p;
-    size_t M, K, N;
-    const double *A, *B;
-    size_t rsa, csa, rsb, csb;
-    double *C;
-    size_t ldc;
-    int acc;
+    pd_product prod;
     int split_rows;  /* tasks split M (else N) */
     size_t step;     /* rows or columns per task */
 } gemm_job;
 
-/* Edge tile: run the kernel on a padded copy, then write back only the valid part. A is
- * packed (lda == 0) or read in place from stored rows lda apart. */
-static void edge_tile(const pd_gemm_path *p, size_t kb, const double *ap, size_t lda, const double *bp,
-                      double *c, size_t ldc, size_t mm, size_t nn, int load, const double *add,
-                      size_t ldadd) {
+/* One register tile: kb terms of packed A slivers (lda == 0) or of A's stored rows lda apart,
+ * times a packed B panel, into C (load: C holds partial sums; add: the addend of acc mode). */
+typedef struct {
+    size_t kb;
+    const double *ap;
+    size_t lda;
+    const double *bp;
+    double *c;
+    size_t ldc;
+    int load;
+    const double *add;
+    size_t ldadd;
+} tile;
+
+/* Edge tile: run the kernel on a padded copy, then write back only the valid mm x nn part. */
+static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
     _Alignas(64) double tmp[PD_TILE_MAX];
-    const size_t nr = (size_t)p->nr;
+    const size_t nr = (size_t)p->nr, ldc = t->ldc, ldadd = t->ldadd;
+    double *c = t->c;
+    const double *add = t->add;
     for (size_t i = 0; i < (size_t)p->mr * nr; i++) tmp[i] = 0.0;
-    if (load)
+    if (t->load)
         for (size_t i = 0; i < mm; i++)
             for (size_t j = 0; j < nn; j++) tmp[i * nr + j] = c[i * ldc + j];
-    if (lda) p->ukernel_rows(kb, ap, lda, bp, tmp, nr, load, NULL, 0);
-    else p->ukernel(kb, ap, bp, tmp, nr, load, NULL, 0);
+    if (t->lda) p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, tmp, nr, t->load, NULL, 0);
+    else p->ukernel(t->kb, t->ap, t->bp, tmp, nr, t->load, NULL, 0);
     for (size_t i = 0; i < mm; i++)
         for (size_t j = 0; j < nn; j++)
             c[i * ldc + j] = add ? add[i * ldadd + j] + tmp[i * nr + j] : tmp[i * nr + j];
 }
 
-static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A,
-                      size_t rsa, size_t csa, const double *B, size_t rsb, size_t csb, double *C,
-                      size_t ldc, int acc) {
+/* A full tile straight into C, a partial one (mm x nn) through edge_tile. */
+static void run_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
+    if (mm == (size_t)p->mr && nn == (size_t)p->nr && t->lda)
+        p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, t->c, t->ldc, t->load, t->add, t->ldadd);
+    else if (mm == (size_t)p->mr && nn == (size_t)p->nr)
+        p->ukernel(t->kb, t->ap, t->bp, t->c, t->ldc, t->load, t->add, t->ldadd);
+    else
+        edge_tile(p, t, mm, nn);
+}
+
+static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
+    const size_t M = q->M, K = q->K, N = q->N, rsa = q->rsa, csa = q->csa, rsb = q->rsb, csb = q->csb;
+    const size_t ldc = q->ldc;
+    const double *A = q->A, *B = q->B;
+    double *C = q->C;
+    const int acc = q->acc;
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
     const size_t kc = p->kc, mc = p->mc, nc = p->nc;
     const pd_gather_fn gather = pd_gather_for(p);
@@ -249,30 +269,23 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
                     pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr, gather);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
-                    const double *bp = bpack + jr * kb;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
-                        double *c = C + (ic + ir) * ldc + jc + jr;
-                        const double *add = NULL;
-                        size_t ldadd = ldc;
+                        tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
+                                  .ldc = ldc, .load = load, .ldadd = ldc};
                         if (last && acc) {
-                            add = s_sz ? save + (ic + ir) * nb + jr : c;
-                            ldadd = s_sz ? nb : ldc;
+                            t.add = s_sz ? save + (ic + ir) * nb + jr : t.c;
+                            t.ldadd = s_sz ? nb : ldc;
                         }
                         /* the next tile's C rows: partial sums there are read at kernel entry */
                         if (ir + mr < mb)
                             for (size_t i = 0; i < mr; i++) {
-                                PD_PREFETCH_W(c + (mr + i) * ldc);
-                                PD_PREFETCH_W(c + (mr + i) * ldc + nr - 1);
+                                PD_PREFETCH_W(t.c + (mr + i) * ldc);
+                                PD_PREFETCH_W(t.c + (mr + i) * ldc + nr - 1);
                             }
-                        const size_t lda = ir < full ? rsa : 0;
-                        const double *ap = lda ? A + (ic + ir) * rsa + pc : apack + (ir - full) * kb;
-                        if (mm == mr && nn == nr && lda)
-                            p->ukernel_rows(kb, ap, lda, bp, c, ldc, load, add, ldadd);
-                        else if (mm == mr && nn == nr)
-                            p->ukernel(kb, ap, bp, c, ldc, load, add, ldadd);
-                        else
-                            edge_tile(p, kb, ap, lda, bp, c, ldc, mm, nn, load, add, ldadd);
+                        t.lda = ir < full ? rsa : 0;
+                        t.ap = t.lda ? A + (ic + ir) * rsa + pc : apack + (ir - full) * kb;
+                        run_tile(p, &t, mm, nn);
                     }
                 }
             }
@@ -281,48 +294,50 @@ static int gemm_block(const pd_gemm_path *p, size_t M, size_t K, size_t N, const
     return 1;
 }
 
+/* Task t's rows (or columns) of the product. */
+static pd_product task_part(const gemm_job *j, size_t t) {
+    pd_product part = j->prod;
+    const size_t lim = j->split_rows ? part.M : part.N;
+    const size_t lo = t * j->step, n = lim - lo < j->step ? lim - lo : j->step;
+    if (j->split_rows) {
+        part.M = n;
+        part.A += lo * part.rsa;
+        part.C += lo * part.ldc;
+    } else {
+        part.N = n;
+        part.B += lo * part.csb;
+        part.C += lo;
+    }
+    return part;
+}
+
 static void gemm_task(void *vctx, size_t begin, size_t end) {
-    gemm_job *j = vctx;
+    const gemm_job *j = vctx;
     for (size_t t = begin; t < end; t++) {
-        const size_t lim = j->split_rows ? j->M : j->N;
-        const size_t lo = t * j->step, n = lim - lo < j->step ? lim - lo : j->step;
-        int ok;
-        if (j->split_rows)
-            ok = gemm_block(j->p, n, j->K, j->N, j->A + lo * j->rsa, j->rsa, j->csa, j->B, j->rsb,
-                            j->csb, j->C + lo * j->ldc, j->ldc, j->acc);
-        else
-            ok = gemm_block(j->p, j->M, j->K, n, j->A, j->rsa, j->csa, j->B + lo * j->csb, j->rsb,
-                            j->csb, j->C + lo, j->ldc, j->acc);
-        if (!ok) { /* out of memory for packing: the reference loops need none */
-            if (j->split_rows)
-                pd_mm_ref(n, j->K, j->N, j->A + lo * j->rsa, j->rsa, j->csa, j->B, j->rsb, j->csb,
-                          j->C + lo * j->ldc, j->ldc, j->acc);
-            else
-                pd_mm_ref(j->M, j->K, n, j->A, j->rsa, j->csa, j->B + lo * j->csb, j->rsb, j->csb,
-                          j->C + lo, j->ldc, j->acc);
-        }
+        const pd_product part = task_part(j, t);
+        /* out of memory for packing: the reference loops need none */
+        if (!gemm_block(j->p, &part)) pd_mm_ref(&part);
     }
 }
 
-static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                 const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
+static void gemm(const pd_product *q) {
+    const size_t M = q->M, K = q->K, N = q->N;
     if (M == 0 || N == 0) return;
     const double macs = (double)M * (double)N * (double)K;
     if (K == 0 || macs < PD_SMALL_MACS) { /* unpacked; a transposed B is copied k-major first */
-        double *bt = csb == 1 ? NULL : scratch_get(K * N);
-        if (csb == 1 || bt) pd_mm_small(current_path(), M, K, N, A, rsa, csa, B, rsb, csb, bt, C, ldc, acc);
-        else pd_mm_ref(M, K, N, A, rsa, csa, B, rsb, csb, C, ldc, acc); /* no memory for the copy */
+        double *bt = q->csb == 1 ? NULL : scratch_get(K * N);
+        if (q->csb == 1 || bt) pd_mm_small(current_path(), q, bt);
+        else pd_mm_ref(q); /* no memory for the copy */
         return;
     }
-    gemm_job j = {.p = current_path(), .M = M, .K = K, .N = N, .A = A, .B = B, .rsa = rsa,
-                  .csa = csa, .rsb = rsb, .csb = csb, .C = C, .ldc = ldc, .acc = acc};
+    gemm_job j = {.p = current_path(), .prod = *q};
     size_t nt = (size_t)pd_get_num_threads(); /* below two chunks' work a second thread costs more than it saves */
     if (pd_parallel_active() || macs < 2.0 * PD_PARALLEL_MIN_WORK) nt = 1;
     /* split the longer side: each task packs all of the other operand. A row-major A is read
      * in place, never packed, so there columns are split whenever there are enough of them:
      * each task packs only its own part of B. */
     j.split_rows = M >= N;
-    if (csa == 1 && rsa != 1 && N / (size_t)j.p->nr >= nt) j.split_rows = 0;
+    if (q->csa == 1 && q->rsa != 1 && N / (size_t)j.p->nr >= nt) j.split_rows = 0;
     const size_t len = j.split_rows ? M : N, unit = (size_t)(j.split_rows ? j.p->mr : j.p->nr);
     if (nt > len / unit) nt = len / unit ? len / unit : 1;
     j.step = round_up((len + nt - 1) / nt, unit);
@@ -333,15 +348,18 @@ static void gemm(size_t M, size_t K, size_t N, const double *A, size_t rsa, size
 
 void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    gemm(M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc);
+    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc};
+    gemm(&q);
 }
 
 void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    gemm(M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc);
+    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc};
+    gemm(&q);
 }
 
 void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    gemm(M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc);
+    const pd_product q = {M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc};
+    gemm(&q);
 }

@@ -6,8 +6,11 @@
 
 #define COLS 64 /* one row's partial sums kept on the stack */
 
-void pd_small_generic(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                      const double *B, size_t rsb, double *C, size_t ldc, int acc) {
+void pd_small_generic(const pd_product *p) {
+    const size_t M = p->M, K = p->K, N = p->N, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A, *B = p->B;
+    double *C = p->C;
+    const int acc = p->acc;
     double s[COLS];
     for (size_t j0 = 0; j0 < N; j0 += COLS) {
         const size_t n = N - j0 < COLS ? N - j0 : COLS;
@@ -33,16 +36,17 @@ static pd_small_fn small_kernel(const pd_gemm_path *p) {
     return pd_small_generic;
 }
 
-void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                 size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
-                 size_t ldc, int acc) {
+void pd_mm_small(const pd_gemm_path *path, const pd_product *p, double *bt) {
+    pd_product q = *p;
+    const size_t K = p->K, N = p->N, rsb = p->rsb, csb = p->csb;
     if (csb != 1) { /* bt[k*N + n] = B(k, n); the callers' transposed B has rsb == 1 */
-        if (rsb == 1) pd_transpose_for(p)(K, N, B, csb, bt);
+        if (rsb == 1) pd_transpose_for(path)(K, N, p->B, csb, bt);
         else
             for (size_t n = 0; n < N; n++)
-                for (size_t k = 0; k < K; k++) bt[k * N + n] = B[k * rsb + n * csb];
-        B = bt;
-        rsb = N;
+                for (size_t k = 0; k < K; k++) bt[k * N + n] = p->B[k * rsb + n * csb];
+        q.B = bt;
+        q.rsb = N;
+        q.csb = 1;
     }
-    small_kernel(p)(M, K, N, A, rsa, csa, B, rsb, C, ldc, acc);
+    small_kernel(path)(&q);
 }

@@ -4,23 +4,18 @@
 #ifndef PD_GEMM_SMALL_H
 #define PD_GEMM_SMALL_H
 #include <stddef.h>
+#include "product.h"
 #include "ukernel.h"
 
-/* C[m,n] (+)= sum_k A[m*rsa + k*csa] * B[k*rsb + n]: A read in place at any strides, B by
- * contiguous rows, vectorized across n. One entry per instruction-set path. */
-typedef void (*pd_small_fn)(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                            const double *B, size_t rsb, double *C, size_t ldc, int acc);
-void pd_small_generic(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                      const double *B, size_t rsb, double *C, size_t ldc, int acc);
-void pd_small_avx2(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                   const double *B, size_t rsb, double *C, size_t ldc, int acc);
-void pd_small_avx512(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-                     const double *B, size_t rsb, double *C, size_t ldc, int acc);
+/* The product with A read in place at any strides and B by contiguous rows (p->csb is taken
+ * as 1), vectorized across n. One entry per instruction-set path. */
+typedef void (*pd_small_fn)(const pd_product *p);
+void pd_small_generic(const pd_product *p);
+void pd_small_avx2(const pd_product *p);
+void pd_small_avx512(const pd_product *p);
 
-/* The same product with B at any strides on path p: a B whose rows are not contiguous
+/* The same product with B at any strides on path: a B whose rows are not contiguous
  * (csb != 1) is first copied k-major (transpose.h) into bt, which holds K*N doubles (unused otherwise). */
-void pd_mm_small(const pd_gemm_path *p, size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                 size_t csa, const double *B, size_t rsb, size_t csb, double *bt, double *C,
-                 size_t ldc, int acc);
+void pd_mm_small(const pd_gemm_path *path, const pd_product *p, double *bt);
 
 #endif

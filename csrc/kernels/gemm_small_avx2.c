@@ -25,8 +25,12 @@
 #define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v)
 #define ROWS(M) M(0); M(1); M(2); M(3)
 
-PD_TARGET("avx2") static void tile_4x1(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
-                                       const double *b, size_t rsb, double *c, size_t ldc, int acc) {
+/* The tile of rows [i, i + rows) and columns [j, j + 4) of the product. */
+PD_TARGET("avx2") static void tile_4x1(const pd_product *p, size_t i, size_t j, size_t rows) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + i * ldc + j;
+    const int acc = p->acc;
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
@@ -37,8 +41,12 @@ PD_TARGET("avx2") static void tile_4x1(size_t rows, size_t K, const double *A, s
     ALL(OUT, 0);
 }
 
-PD_TARGET("avx2") static void tile_4x2(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
-                                       const double *b, size_t rsb, double *c, size_t ldc, int acc) {
+/* The tile of rows [i, i + rows) and columns [j, j + 8). */
+PD_TARGET("avx2") static void tile_4x2(const pd_product *p, size_t i, size_t j, size_t rows) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + i * ldc + j;
+    const int acc = p->acc;
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     ALL(ZERO, 1);
@@ -52,19 +60,22 @@ PD_TARGET("avx2") static void tile_4x2(size_t rows, size_t K, const double *A, s
     ALL(OUT, 1);
 }
 
-PD_TARGET("avx2") void pd_small_avx2(size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                                     size_t csa, const double *B, size_t rsb, double *C, size_t ldc,
-                                     int acc) {
+PD_TARGET("avx2") void pd_small_avx2(const pd_product *p) {
+    const size_t M = p->M, N = p->N;
     size_t j = 0;
     for (; j + 8 <= N; j += 8)
-        for (size_t i = 0; i < M; i += R)
-            tile_4x2(M - i < R ? M - i : R, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc);
+        for (size_t i = 0; i < M; i += R) tile_4x2(p, i, j, M - i < R ? M - i : R);
     if (j + 4 <= N) {
-        for (size_t i = 0; i < M; i += R)
-            tile_4x1(M - i < R ? M - i : R, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc);
+        for (size_t i = 0; i < M; i += R) tile_4x1(p, i, j, M - i < R ? M - i : R);
         j += 4;
     }
-    if (j < N) pd_small_generic(M, K, N - j, A, rsa, csa, B + j, rsb, C + j, ldc, acc);
+    if (j < N) { /* the last N % 4 columns */
+        pd_product rest = *p;
+        rest.N = N - j;
+        rest.B += j;
+        rest.C += j;
+        pd_small_generic(&rest);
+    }
 }
 #else
 typedef int pd_gemm_small_avx2_unused; /* no x86-64: this path does not exist */

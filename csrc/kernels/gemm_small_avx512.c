@@ -25,9 +25,13 @@
 #define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v); M(4, v); M(5, v); M(6, v); M(7, v)
 #define ROWS(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
 
-PD_TARGET("avx512f") static void tile_8x1(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
-                                          const double *b, size_t rsb, double *c, size_t ldc, int acc,
+/* The tile of rows [i, i + rows) and the columns of mask m0 from j. */
+PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t j, size_t rows,
                                           __mmask8 m0) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + i * ldc + j;
+    const int acc = p->acc;
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
@@ -38,9 +42,13 @@ PD_TARGET("avx512f") static void tile_8x1(size_t rows, size_t K, const double *A
     ALL(OUT, 0);
 }
 
-PD_TARGET("avx512f") static void tile_8x2(size_t rows, size_t K, const double *A, size_t rsa, size_t csa,
-                                          const double *b, size_t rsb, double *c, size_t ldc, int acc,
+/* The tile of rows [i, i + rows) and the columns of masks m0 from j and m1 from j + 8. */
+PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t j, size_t rows,
                                           __mmask8 m0, __mmask8 m1) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + i * ldc + j;
+    const int acc = p->acc;
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     ALL(ZERO, 1);
@@ -56,16 +64,15 @@ PD_TARGET("avx512f") static void tile_8x2(size_t rows, size_t K, const double *A
 
 static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
 
-PD_TARGET("avx512f") void pd_small_avx512(size_t M, size_t K, size_t N, const double *A, size_t rsa,
-                                          size_t csa, const double *B, size_t rsb, double *C,
-                                          size_t ldc, int acc) {
+PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
+    const size_t M = p->M, N = p->N;
     for (size_t j = 0; j < N; j += 16) {
         const size_t cols = N - j < 16 ? N - j : 16;
         const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
         for (size_t i = 0; i < M; i += R) {
             const size_t rows = M - i < R ? M - i : R;
-            if (m1) tile_8x2(rows, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc, m0, m1);
-            else tile_8x1(rows, K, A + i * rsa, rsa, csa, B + j, rsb, C + i * ldc + j, ldc, acc, m0);
+            if (m1) tile_8x2(p, i, j, rows, m0, m1);
+            else tile_8x1(p, i, j, rows, m0);
         }
     }
 }

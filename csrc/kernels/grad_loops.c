@@ -2,7 +2,7 @@
 #include <string.h>
 #include "grad_loops.h"
 #include "isa.h"
-#include "../pd_tensor.h"
+#include "nonfinite.h"
 
 #define COMMIT_DIRECT_LOOP                                                          \
     uint64_t any = 0;                                                               \

@@ -1,8 +1,12 @@
 /* Reference-order product loops: every output sums its terms in ascending k from +0.0. */
 #include "mm_ref.h"
 
-void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-               const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc) {
+void pd_mm_ref(const pd_product *p) {
+    const size_t M = p->M, K = p->K, N = p->N, rsa = p->rsa, csa = p->csa, rsb = p->rsb, csb = p->csb;
+    const size_t ldc = p->ldc;
+    const double *A = p->A, *B = p->B;
+    double *C = p->C;
+    const int acc = p->acc;
     for (size_t m = 0; m < M; m++)
         for (size_t n = 0; n < N; n++) {
             double s = 0.0;

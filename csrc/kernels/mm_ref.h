@@ -2,10 +2,8 @@
  * match bit for bit, and the path for problems too small to be worth packing. */
 #ifndef PD_MM_REF_H
 #define PD_MM_REF_H
-#include <stddef.h>
+#include "product.h"
 
-/* C[m,n] (+)= sum_k A(m,k) * B(k,n), A(m,k) = A[m*rsa + k*csa], B(k,n) = B[k*rsb + n*csb] */
-void pd_mm_ref(size_t M, size_t K, size_t N, const double *A, size_t rsa, size_t csa,
-               const double *B, size_t rsb, size_t csb, double *C, size_t ldc, int acc);
+void pd_mm_ref(const pd_product *p);
 
 #endif

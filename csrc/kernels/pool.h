@@ -14,7 +14,7 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx);
 #define PD_PARALLEL_MIN_WORK (1u << 19)
 
 /* Elements per chunk of the memory-bound passes (copies, adds, SiLU, RoPE and head reshapes):
- * medium's 128x128 activations split in two (measured: medium 2 threads ~5% faster than at 16384). */
+ * small enough that medium's 128x128 activations split over two threads (benchmarks/KERNELS.md). */
 #define PD_EW_GRAIN 8192
 /* A read-only scan (finiteness) does less per element than a pass that writes: twice the elements. */
 #define PD_SCAN_GRAIN 16384

@@ -88,13 +88,13 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
     }
 }
 
-pd_status pd_attention_forward(const pd_attn_geom *a, const double *qr, const double *kr,
-                               const double *vh, double *pm, double *ho, int block, pd_error *e) {
+pd_status pd_attention_forward(const pd_attn_geom *a, const pd_attn_in *in, double *pm, double *ho,
+                               int block, pd_error *e) {
     attn_ctx c = {0};
     c.a = a;
-    c.qr = qr;
-    c.kr = kr;
-    c.vh = vh;
+    c.qr = in->q;
+    c.kr = in->k;
+    c.vh = in->v;
     c.pm_out = pm;
     c.ho = ho;
     c.kappa = 1.0 / sqrt((double)a->D);
@@ -157,19 +157,18 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
     pd_buf_put(ds);
 }
 
-pd_status pd_attention_backward(const pd_attn_geom *a, const double *qr, const double *kr,
-                                const double *vh, const double *pm, const double *dO, double *dql,
-                                double *dkr, double *dvh, pd_error *e) {
+pd_status pd_attention_backward(const pd_attn_geom *a, const pd_attn_in *in, const double *pm,
+                                const double *dO, const pd_attn_grads *d, pd_error *e) {
     attn_ctx c = {0};
     c.a = a;
-    c.qr = qr;
-    c.kr = kr;
-    c.vh = vh;
+    c.qr = in->q;
+    c.kr = in->k;
+    c.vh = in->v;
     c.pm = pm;
     c.dO = dO;
-    c.dql = dql;
-    c.dkr = dkr;
-    c.dvh = dvh;
+    c.dql = d->q;
+    c.dkr = d->k;
+    c.dvh = d->v;
     c.kappa = 1.0 / sqrt((double)a->D);
     /* a key/value lane runs four products per query head: about 2*T*T*D multiply-adds each */
     const double kv_work = 2.0 * (double)a->T * (double)a->T * (double)a->D * (double)(a->H / a->KV);

@@ -192,9 +192,11 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
     }
 }
 
-pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
-                         const uint8_t *valid, double *prob, double *per_target, double *loss,
-                         size_t *count, pd_error *e) {
+pd_status pd_nll_forward(const pd_nll_targets *t, const double *logits, double *prob,
+                         double *per_target, double *loss, size_t *count, pd_error *e) {
+    const size_t N = t->N, V = t->V;
+    const int64_t *tgt = t->tgt;
+    const uint8_t *valid = t->valid;
     size_t n = 0;
     for (size_t g = 0; g < N; g++)
         if (!valid || valid[g]) n++;
@@ -265,8 +267,8 @@ static void nll_back_rows(void *vctx, size_t begin, size_t end) {
     }
 }
 
-void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
-                     const uint8_t *valid, size_t count, double *dlog) {
-    nll_back_ctx c = {V, prob, tgt, valid, 1.0 / (double)count, dlog}; /* multiplies by 1/N */
-    pd_parallel_for(N, 1 + 16384 / (V ? V : 1), nll_back_rows, &c);
+void pd_nll_backward(const pd_nll_targets *t, const double *prob, size_t count, double *dlog) {
+    const size_t V = t->V;
+    nll_back_ctx c = {V, prob, t->tgt, t->valid, 1.0 / (double)count, dlog}; /* multiplies by 1/N */
+    pd_parallel_for(t->N, 1 + 16384 / (V ? V : 1), nll_back_rows, &c);
 }

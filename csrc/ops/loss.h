@@ -5,13 +5,19 @@
 #include <stdint.h>
 #include "../pd_error.h"
 
-/* Valid-target mean NLL from logits [N, V]; prob receives the saved softmax and per_target
- * each valid group's NLL (+0.0 where invalid). */
-pd_status pd_nll_forward(size_t N, size_t V, const double *logits, const int64_t *tgt,
-                         const uint8_t *valid, double *prob, double *per_target, double *loss,
-                         size_t *count, pd_error *e);
+/* The targets of N positions over a vocabulary of V: tgt[g] counts only where valid[g] != 0
+ * (valid may be NULL: every position counts). */
+typedef struct {
+    size_t N, V;
+    const int64_t *tgt;
+    const uint8_t *valid;
+} pd_nll_targets;
+
+/* Valid-target mean NLL from logits [N, V] into *loss, over *count valid targets; prob receives
+ * the saved softmax and per_target each valid group's NLL (+0.0 where invalid). */
+pd_status pd_nll_forward(const pd_nll_targets *t, const double *logits, double *prob,
+                         double *per_target, double *loss, size_t *count, pd_error *e);
 /* dlog may be prob itself (the adjoint written over the saved softmax). */
-void pd_nll_backward(size_t N, size_t V, const double *prob, const int64_t *tgt,
-                     const uint8_t *valid, size_t count, double *dlog);
+void pd_nll_backward(const pd_nll_targets *t, const double *prob, size_t count, double *dlog);
 
 #endif

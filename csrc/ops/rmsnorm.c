@@ -57,17 +57,28 @@ static const row_loops *current_loops(void) {
     return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
 }
 
+typedef struct {
+    const pd_norm_geom *geom;
+    const double *x, *g, *u; /* input, gain, and (VJP) the adjoint of the output */
+    const pd_norm_rec *rec;
+    const pd_norm_grads *d;  /* VJP only */
+    int block, node;         /* forward only: what a failure names */
+    int failed;
+} rms_ctx;
+
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
-static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const double *g,
-                          double eps, const uint8_t *valid, double *m, double *z, double *r,
-                          double *n, double *o, int block, int node, pd_error *e) {
-    const double dw = (double)W;
+static pd_status rms_rows(const rms_ctx *c, size_t r0, size_t r1, pd_error *e) {
+    const size_t W = c->geom->W;
+    const double dw = (double)W, eps = c->geom->eps, *x = c->x, *g = c->g;
+    const uint8_t *valid = c->geom->valid;
+    const pd_norm_rec *rec = c->rec;
+    const int block = c->block, node = c->node;
     const row_loops *L = current_loops();
     for (size_t row = r0; row < r1; row++) {
         const double *xr = x + row * W;
-        double *nr = n + row * W, *orow = o + row * W;
+        double *nr = rec->normalized + row * W, *orow = rec->out + row * W;
         if (valid && !valid[row]) {
-            m[row] = z[row] = r[row] = 0.0;
+            rec->mean_square[row] = rec->shifted[row] = rec->inverse_rms[row] = 0.0;
             for (size_t w = 0; w < W; w++) nr[w] = orow[w] = 0.0;
             continue;
         }
@@ -81,9 +92,9 @@ static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const
         double y = lg * -0.5;
         double rr = pd_exp(y);
         if (!isfinite(lg) || !isfinite(rr)) return pd_fail(e, PD_ERR_NONFINITE, row, rr, block, node);
-        m[row] = ms;
-        z[row] = zz;
-        r[row] = rr;
+        rec->mean_square[row] = ms;
+        rec->shifted[row] = zz;
+        rec->inverse_rms[row] = rr;
         if (!(L->scale(W, xr, rr, g, nr, orow) >> 63)) continue;
         for (size_t w = 0; w < W; w++) /* the first offending element, as the serial loop finds it */
             if (!isfinite(orow[w]) || !isfinite(nr[w]))
@@ -92,89 +103,78 @@ static pd_status rms_rows(size_t r0, size_t r1, size_t W, const double *x, const
     return PD_OK;
 }
 
-typedef struct {
-    size_t R, W;
-    const double *x, *g, *u, *z, *r, *n, *res;
-    double eps;
-    const uint8_t *valid;
-    double *m, *zo, *ro, *no, *o, *out, *dg, *cap_n, *cap_r, *cap_m;
-    int failed;
-} rms_ctx;
-
 static void rms_fwd_task(void *vctx, size_t begin, size_t end) {
     rms_ctx *c = vctx;
-    if (rms_rows(begin, end, c->W, c->x, c->g, c->eps, c->valid, c->m, c->zo, c->ro, c->no, c->o,
-                 -1, -1, NULL) != PD_OK)
-        c->failed = 1;
+    if (rms_rows(c, begin, end, NULL) != PD_OK) c->failed = 1;
 }
 
 static size_t row_grain(size_t W) { return 1 + 8192 / (W ? W : 1); }
 
-pd_status pd_rmsnorm_forward(size_t R, size_t W, const double *x, const double *g, double eps,
-                             const uint8_t *valid, double *m, double *z, double *r, double *n,
-                             double *o, int block, int node, pd_error *e) {
-    rms_ctx c = {.W = W, .x = x, .g = g, .eps = eps, .valid = valid, .m = m, .zo = z, .ro = r,
-                 .no = n, .o = o};
-    pd_parallel_for(R, row_grain(W), rms_fwd_task, &c);
+pd_status pd_rmsnorm_forward(const pd_norm_geom *geom, const double *x, const double *g,
+                             const pd_norm_rec *rec, int block, int node, pd_error *e) {
+    rms_ctx c = {.geom = geom, .x = x, .g = g, .rec = rec, .block = block, .node = node};
+    pd_parallel_for(geom->R, row_grain(geom->W), rms_fwd_task, &c);
     /* rows are independent: a failure is reported exactly as the serial pass reports it */
-    if (c.failed) return rms_rows(0, R, W, x, g, eps, valid, m, z, r, n, o, block, node, e);
+    if (c.failed) return rms_rows(&c, 0, geom->R, e);
     return PD_OK;
 }
 
 static void rms_back_rows(void *vctx, size_t begin, size_t end) {
-    rms_ctx *c = vctx;
-    const size_t W = c->W;
-    const double dw = (double)W;
+    const rms_ctx *c = vctx;
+    const size_t W = c->geom->W;
+    const double dw = (double)W, *g = c->g, *z = c->rec->shifted, *r = c->rec->inverse_rms;
+    const uint8_t *valid = c->geom->valid;
+    const pd_norm_grads *d = c->d;
+    double *cap_n = d->cap_n, *cap_r = d->cap_r, *cap_m = d->cap_m;
     const row_loops *L = current_loops();
     for (size_t row = begin; row < end; row++) {
         const double *ur = c->u + row * W, *xr = c->x + row * W;
-        const double *res = c->res ? c->res + row * W : NULL;
-        double *outr = c->out + row * W;
-        if (c->valid && !c->valid[row]) {
+        const double *res = d->res ? d->res + row * W : NULL;
+        double *outr = d->out + row * W;
+        if (valid && !valid[row]) {
             for (size_t w = 0; w < W; w++) {
                 outr[w] = res ? 0.0 + res[w] : 0.0;
-                if (c->cap_n) c->cap_n[row * W + w] = 0.0;
+                if (cap_n) cap_n[row * W + w] = 0.0;
             }
-            if (c->cap_r) c->cap_r[row] = 0.0;
-            if (c->cap_m) c->cap_m[row] = 0.0;
+            if (cap_r) cap_r[row] = 0.0;
+            if (cap_m) cap_m[row] = 0.0;
             continue;
         }
         double q = 0.0;
-        for (size_t w = 0; w < W; w++) q = q + (ur[w] * c->g[w]) * xr[w];
-        const double rr = c->r[row];
+        for (size_t w = 0; w < W; w++) q = q + (ur[w] * g[w]) * xr[w];
+        const double rr = r[row];
         double u_y = q * rr;
         double u_lg = u_y * -0.5;
-        double u_z = u_lg / c->z[row];
+        double u_z = u_lg / z[row];
         double u_s = u_z / dw;
-        if (c->cap_r) c->cap_r[row] = 0.0 + q;
-        if (c->cap_m) c->cap_m[row] = 0.0 + u_z;
-        L->back(W, ur, xr, c->g, rr, u_s, res, outr);
-        if (c->cap_n)
-            for (size_t w = 0; w < W; w++) c->cap_n[row * W + w] = 0.0 + ur[w] * c->g[w];
+        if (cap_r) cap_r[row] = 0.0 + q;
+        if (cap_m) cap_m[row] = 0.0 + u_z;
+        L->back(W, ur, xr, g, rr, u_s, res, outr);
+        if (cap_n)
+            for (size_t w = 0; w < W; w++) cap_n[row * W + w] = 0.0 + ur[w] * g[w];
     }
 }
 
 /* gain: one flat sum over all rows in row order, per column (columns are independent) */
 static void rms_back_gain(void *vctx, size_t begin, size_t end) {
-    rms_ctx *c = vctx;
-    const size_t W = c->W, R = c->R;
-    for (size_t w = begin; w < end; w++) c->dg[w] = 0.0;
+    const rms_ctx *c = vctx;
+    const size_t W = c->geom->W, R = c->geom->R;
+    const uint8_t *valid = c->geom->valid;
+    double *dg = c->d->dgain;
+    for (size_t w = begin; w < end; w++) dg[w] = 0.0;
     for (size_t row = 0; row < R; row++) {
-        if (c->valid && !c->valid[row]) continue;
-        const double *ur = c->u + row * W, *nr = c->n + row * W;
-        for (size_t w = begin; w < end; w++) c->dg[w] = c->dg[w] + ur[w] * nr[w];
+        if (valid && !valid[row]) continue;
+        const double *ur = c->u + row * W, *nr = c->rec->normalized + row * W;
+        for (size_t w = begin; w < end; w++) dg[w] = dg[w] + ur[w] * nr[w];
     }
 }
 
-void pd_rmsnorm_backward(size_t R, size_t W, const double *u, const double *x, const double *g,
-                         const double *z, const double *r, const double *n, const uint8_t *valid,
-                         const double *res, double *out, double *dg,
-                         double *cap_n, double *cap_r, double *cap_m) {
-    rms_ctx c = {.R = R, .W = W, .x = x, .g = g, .u = u, .z = z, .r = r, .n = n, .res = res,
-                 .valid = valid, .out = out, .dg = dg, .cap_n = cap_n, .cap_r = cap_r,
-                 .cap_m = cap_m};
-    pd_parallel_for(R, row_grain(W), rms_back_rows, &c);
+void pd_rmsnorm_backward(const pd_norm_geom *geom, const double *u, const double *x, const double *g,
+                         const pd_norm_rec *rec, const pd_norm_grads *d) {
+    rms_ctx c = {.geom = geom, .x = x, .g = g, .u = u, .rec = rec, .d = d};
+    const size_t R = geom->R;
+    pd_parallel_for(R, row_grain(geom->W), rms_back_rows, &c);
     /* each column sums every row, half of which the other thread just wrote: split only when
-     * the sums are long (at medium's 128x128 two threads took 13.5 us a call against 8.4 alone) */
-    pd_parallel_for(W, 1 + 32768 / (R ? R : 1) + 7, rms_back_gain, &c);
+     * the sums are long (benchmarks/KERNELS.md has the measurement) */
+    pd_parallel_for(geom->W, 1 + 32768 / (R ? R : 1) + 7, rms_back_gain, &c);
 }

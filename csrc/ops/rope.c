@@ -41,19 +41,21 @@ pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double 
     }
 
 typedef struct {
-    size_t Hn, T, D;
-    const size_t *pos;
-    const double *sin_t, *cos_t, *in;
+    const pd_rope *r;
+    size_t Hn;
+    const double *in;
     double *out;
 } rope_ctx;
 
 /* Rows are (b, h, t) head rows; each writes only its own output row. */
 #define ROWS_LOOP(PAIRS)                                                                      \
     const rope_ctx *c = vctx;                                                                 \
-    const size_t half = c->D / 2, T = c->T, D = c->D;                                         \
+    const size_t half = c->r->D / 2, T = c->r->T, D = c->r->D, Hn = c->Hn;                    \
+    const size_t *pos = c->r->pos;                                                            \
+    const double *sin_t = c->r->sin_t, *cos_t = c->r->cos_t;                                  \
     for (size_t row = begin; row < end; row++) {                                              \
-        const size_t p = c->pos[row / (c->Hn * T) * T + row % T];                             \
-        const double *sr = c->sin_t + p * half, *cr = c->cos_t + p * half, *a = c->in + row * D; \
+        const size_t p = pos[row / (Hn * T) * T + row % T];                                   \
+        const double *sr = sin_t + p * half, *cr = cos_t + p * half, *a = c->in + row * D;    \
         double *o = c->out + row * D;                                                         \
         PAIRS                                                                                 \
     }
@@ -72,9 +74,8 @@ static pd_task_fn current_task(int inverse) {
     return inverse ? PD_ISA_CURRENT(unrotate_rows) : PD_ISA_CURRENT(rotate_rows);
 }
 
-void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
-                   const double *sin_t, const double *cos_t, const double *in, double *out,
-                   int inverse) {
-    rope_ctx c = {Hn, T, D, pos, sin_t, cos_t, in, out};
-    pd_parallel_for(B * Hn * T, 1 + PD_EW_GRAIN / (D ? D : 1), current_task(inverse), &c);
+void pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse) {
+    rope_ctx c = {r, Hn, in, out};
+    const size_t D = r->D;
+    pd_parallel_for(r->B * Hn * r->T, 1 + PD_EW_GRAIN / (D ? D : 1), current_task(inverse), &c);
 }

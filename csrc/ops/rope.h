@@ -7,9 +7,15 @@
 
 /* RoPE tables [P, D/2]. */
 pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double *cos_t, pd_error *e);
-/* Rotates heads [B, Hn, T, D] by positions pos[b*T+t]; inverse applies the VJP rotation. */
-void pd_rope_apply(size_t B, size_t Hn, size_t T, size_t D, const size_t *pos,
-                   const double *sin_t, const double *cos_t, const double *in, double *out,
-                   int inverse);
+/* What a batch's rotations read: B rows of T positions, pos[b*T+t] each one's segment-local
+ * position, and the tables [P, D/2] of heads D wide. */
+typedef struct {
+    size_t B, T, D;
+    const size_t *pos;
+    const double *sin_t, *cos_t;
+} pd_rope;
+
+/* Rotates heads [B, Hn, T, D] by their positions; inverse applies the VJP rotation. */
+void pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse);
 
 #endif

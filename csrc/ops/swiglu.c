@@ -76,9 +76,7 @@ static void swiglu_back_task(void *vctx, size_t begin, size_t end) {
     }
 }
 
-void pd_swiglu_backward(size_t n, const double *d_pr, const double *up, const double *gs,
-                        const double *sg, const double *gl, double *d_gs, double *d_up,
-                        double *d_gl) {
-    swiglu_back_ctx c = {d_pr, up, gs, sg, gl, d_gs, d_up, d_gl};
+void pd_swiglu_backward(size_t n, const double *d_pr, const pd_swiglu_saved *s, const pd_swiglu_grads *d) {
+    swiglu_back_ctx c = {d_pr, s->up, s->gs, s->sg, s->gl, d->gs, d->up, d->gl};
     pd_parallel_for(n, PD_EW_GRAIN, swiglu_back_task, &c);
 }

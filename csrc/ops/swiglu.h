@@ -9,9 +9,17 @@ void pd_silu_forward(size_t n, const double *x, double *sg, double *out);
 /* out = a + b and out = a * b, elementwise. */
 void pd_add_vec(size_t n, const double *a, const double *b, double *out);
 void pd_mul_vec(size_t n, const double *a, const double *b, double *out);
-/* d_gs = d_pr*up, d_up = d_pr*gs, d_gl = d_gs*(sg*(1 + gl*(1 - sg))). */
-void pd_swiglu_backward(size_t n, const double *d_pr, const double *up, const double *gs,
-                        const double *sg, const double *gl, double *d_gs, double *d_up,
-                        double *d_gl);
+/* What the gate product's VJP reads from the forward: up, the gate's SiLU gs, its sigmoid sg
+ * and its linear input gl. */
+typedef struct {
+    const double *up, *gs, *sg, *gl;
+} pd_swiglu_saved;
+/* The adjoints it writes. */
+typedef struct {
+    double *gs, *up, *gl;
+} pd_swiglu_grads;
+
+/* d.gs = d_pr*up, d.up = d_pr*gs, d.gl = d.gs*(sg*(1 + gl*(1 - sg))), for n elements. */
+void pd_swiglu_backward(size_t n, const double *d_pr, const pd_swiglu_saved *s, const pd_swiglu_grads *d);
 
 #endif

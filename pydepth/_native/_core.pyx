@@ -606,7 +606,7 @@ cdef class _Graph:
         self.busy -= 1
         self._maybe_free()
 
-    def _maybe_free(self):
+    cdef void _maybe_free(self) noexcept:  # called from __releasebuffer__, maybe while an exception is raised
         if self.released and self.exports == 0 and self.busy == 0 and self.alive:
             pd_graph_free(&self.g)
             self.alive = False

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import pathlib
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _args
@@ -123,7 +124,7 @@ def _settings(args: argparse.Namespace, ck: Optional[Checkpoint]) -> TrainSettin
         raise ValueError("a resumed run keeps its settings; these differ: " + ", ".join(
             f"{_option(f)} {g} (checkpoint: {s})" for f, g, s in err.clashes)) from None
     except TrainSettingsError as err:  # named as the option that carried it
-        raise ValueError(f"--{err}") from None
+        raise ValueError(f"{_option(err.field)} must be {err.requirement}, got {err.value!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if ck is not None and args.plot is None and settings.plot:  # a stored plot is inside the run's directory
         settings = dataclasses.replace(settings, plot=str(out / settings.plot))
     progress = _Progress()
+    started = time.perf_counter()
     try:
         result = run_training(settings, text, out, config=_args.load_config(args.config) if args.config else None,
                               resume=ck, text_name=os.path.basename(args.text_file),
@@ -152,7 +154,16 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     if result.settings.plot:
         _plot(result)
+    sys.stdout.write(_summary(result, time.perf_counter() - started) + "\n")
     return 128 + (result.stop_signal or 2) if result.interrupted else 0  # 130 Ctrl-C, 143 SIGTERM
+
+
+def _summary(result: TrainResult, seconds: float) -> str:
+    """The one line a person reads at the end: where the run stands and where its checkpoint is."""
+    state = f"interrupted at step {result.step}" if result.interrupted else f"trained to step {result.step}"
+    loss = f", last loss {result.losses[-1]:.4f} nats" if result.losses else ""
+    return (f"{state} of {result.settings.steps} ({len(result.losses)} steps in {seconds:.1f} s{loss}); "
+            f"checkpoint {result.checkpoint}")
 
 
 def _plot(result: TrainResult) -> None:

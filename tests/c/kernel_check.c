@@ -51,13 +51,13 @@ int main(void) {
                         memcpy(R, C0, cn * sizeof *R);
                         if (kind == 0) {
                             pd_mm_nn(M, K, N, A, K + pad, B, N + pad, C, ldc, acc);
-                            pd_mm_ref(M, K, N, A, K + pad, 1, B, N + pad, 1, R, ldc, acc);
+                            pd_mm_ref(&(pd_product){M, K, N, A, K + pad, 1, B, N + pad, 1, R, ldc, acc});
                         } else if (kind == 1) {
                             pd_mm_nt(M, K, N, A, K + pad, B, K + pad, C, ldc, acc);
-                            pd_mm_ref(M, K, N, A, K + pad, 1, B, 1, K + pad, R, ldc, acc);
+                            pd_mm_ref(&(pd_product){M, K, N, A, K + pad, 1, B, 1, K + pad, R, ldc, acc});
                         } else {
                             pd_mm_tn(M, K, N, A, M + pad, B, N + pad, C, ldc, acc);
-                            pd_mm_ref(M, K, N, A, 1, M + pad, B, N + pad, 1, R, ldc, acc);
+                            pd_mm_ref(&(pd_product){M, K, N, A, 1, M + pad, B, N + pad, 1, R, ldc, acc});
                         }
                         size_t where;
                         runs++;

@@ -1,0 +1,43 @@
+/* A reverse pass's parameter-gradient contributions and how they reach the gradients: all or
+ * nothing, now or after the caller's check (pd_grad_txn.c). The reverse pass (pd_backward.c)
+ * only fills the contributions. */
+#ifndef PD_GRAD_TXN_H
+#define PD_GRAD_TXN_H
+#include <stdint.h>
+#include "pd_decoder.h"
+
+/* How a pass ends. Every mode writes a contribution straight into a gradient known to hold only
+ * +0.0 (pd_param.grad_zero) except PD_PASS_WAIT, and any refusal or drop writes +0.0 back. */
+enum {
+    PD_PASS_WAIT = 0,     /* contributions wait on the graph in their own buffers (replacing any
+                           * earlier waiting pass) until pd_graph_commit or pd_graph_discard */
+    PD_PASS_COMMIT = 1,   /* committed before returning */
+    PD_PASS_WAIT_IN_PLACE /* waits like PD_PASS_WAIT but already in the gradients: the caller holds
+                           * the gradient lock until pd_graph_commit or pd_graph_discard */
+};
+
+/* One pass's contribution to each parameter gradient. */
+typedef struct pd_grad_txn {
+    double **grad;   /* [n_params] */
+    uint8_t *direct; /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
+    double *arena;   /* the buffers of the contributions that are not direct */
+} pd_grad_txn;
+
+/* Buffers for every contribution, not zeroed. With in_place, a parameter whose gradient is
+ * +0.0 (and named by no other slot) takes its contribution in its gradient. */
+pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_error *e);
+/* Ends a pass that returned st: a failed pass is dropped; a finished one commits (PD_PASS_COMMIT)
+ * or waits on g. t is spent either way. */
+pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, pd_error *e);
+
+/* A loss attached, the intermediate values recorded, and no parameter changed since the forward:
+ * PD_ERR_STALE (index = parameter) when a revision moved, or (value 1.0) when the values changed
+ * without one. */
+pd_status pd_graph_fresh(const pd_graph *g, pd_error *e);
+/* Adds the waiting pass to the gradients, all or nothing, then drops it; PD_ERR_STALE when a
+ * parameter changed since the forward. */
+pd_status pd_graph_commit(pd_graph *g, pd_error *e);
+/* Drops a waiting pass, if any, leaving the gradients as they were before it. */
+void pd_graph_discard(pd_graph *g);
+
+#endif
