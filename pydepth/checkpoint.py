@@ -14,8 +14,8 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
-from . import _safetensors_file as container
-from ._atomic_file import write_atomically
+from ._files import container
+from ._files.atomic import write_atomically
 from ._native._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder

@@ -16,10 +16,10 @@ import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
 from .rows import COLUMNS
-from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
+from .errors import SweepResumeError, SweepStoreError
 from .manifest import read_manifest, sha256, write_manifest
 from .spec import SweepSpec
-from .verify import part_files, read_part, verify_store
+from .verify import part_files, pyarrow_modules, read_part, verify_store
 from .._version import __version__
 
 __all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
@@ -32,18 +32,6 @@ SPEC_FILE = "sweep.json"
 _PART_PREFIX = "part-"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def pyarrow_modules() -> Any:
-    """``(pyarrow, pyarrow.parquet)``, or :class:`SweepDependencyError` naming the extra."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise SweepDependencyError(
-            "sweep results need pyarrow, part of the optional 'sweep' extra: "
-            "pip install 'pydepth[sweep]'") from None
-    return pa, pq
 
 
 def schema(spec: SweepSpec) -> Any:

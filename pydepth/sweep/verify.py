@@ -8,10 +8,10 @@ import pathlib
 import time
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .errors import DamagedPartError, SweepResumeError, SweepStoreError
+from .errors import DamagedPartError, SweepDependencyError, SweepResumeError, SweepStoreError
 from .manifest import read_manifest, sha256, write_manifest
 
-__all__ = ["DAMAGED_DIR", "verify_store"]
+__all__ = ["DAMAGED_DIR", "pyarrow_modules", "part_files", "read_part", "verify_store"]
 
 #: Where resume moves the damaged parts it recomputes (kept, never deleted).
 DAMAGED_DIR = "damaged"
@@ -19,6 +19,18 @@ _PART_PREFIX = "part-"
 _FORMAT_KEY = b"pydepth.format"
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def pyarrow_modules() -> Any:
+    """``(pyarrow, pyarrow.parquet)``, or :class:`SweepDependencyError` naming the extra."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SweepDependencyError(
+            "sweep results need pyarrow, part of the optional 'sweep' extra: "
+            "pip install 'pydepth[sweep]'") from None
+    return pa, pq
 
 
 def part_files(out: PathLike) -> List[pathlib.Path]:
@@ -32,7 +44,6 @@ def part_files(out: PathLike) -> List[pathlib.Path]:
 def read_part(path: pathlib.Path, data: bytes, spec_json: Optional[str], fmt: str, columns: Any = None) -> Any:
     """The part's table, its page checksums verified; SweepStoreError if it is not a readable
     result file, SweepResumeError if it belongs to another spec."""
-    from .store import pyarrow_modules
     pa, pq = pyarrow_modules()
     try:
         table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)

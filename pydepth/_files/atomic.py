@@ -10,7 +10,7 @@ import tempfile
 import time
 from typing import Callable, IO, Optional
 
-from .errors import CheckpointFileError
+from ..errors import CheckpointFileError
 
 _PREFIX = ".pydepth-"
 _OURS = re.compile(r"\.pydepth-(\d+)-[A-Za-z0-9_]+\.tmp\Z")

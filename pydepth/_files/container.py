@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, Mapping, Tuple
 
 import numpy as np
 
-from .errors import CheckpointFileError, CheckpointFormatError
+from ..errors import CheckpointFileError, CheckpointFormatError
 
 #: Largest header safetensors' own readers accept (bytes); a larger one is refused on both sides.
 MAX_HEADER_BYTES = 100_000_000
