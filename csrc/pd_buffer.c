@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_buffer.h"
-#include "pd_fork.h"
+#include "platform/pd_fork.h"
 #include "pd_tensor.h"
 #include "platform/pd_alloc.h"
 #include "platform/pd_thread.h"

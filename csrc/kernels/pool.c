@@ -9,7 +9,7 @@
  * cost more than the whole job at mid-size shapes. */
 #include <stdlib.h>
 #include "pool.h"
-#include "../pd_fork.h"
+#include "../platform/pd_fork.h"
 #include "../platform/pd_atomic.h"
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"

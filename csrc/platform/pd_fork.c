@@ -3,7 +3,7 @@
  * starts with an empty thread pool. The pool goes first: its jobs' tasks take the buffer lock,
  * so holding that lock while waiting for a job to finish could wait forever. */
 #include "pd_fork.h"
-#include "platform/pd_thread.h"
+#include "pd_thread.h"
 
 static void prepare(void) {
     pd_pool_atfork_prepare();
