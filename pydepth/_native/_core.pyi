@@ -3,9 +3,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import PydepthError
+from ..errors import PydepthError as _PydepthError
 
-class CoreError(PydepthError):
+class CoreError(_PydepthError):
     code: int
     index: int
     value: float

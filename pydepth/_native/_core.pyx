@@ -11,10 +11,10 @@ from ._cdefs cimport *
 import operator
 import os as _os
 import weakref as _weakref
-from ..errors import PydepthError
+from ..errors import PydepthError as _PydepthError
 
 
-class CoreError(PydepthError):
+class CoreError(_PydepthError):
     """A status from the C core; pydepth.errors turns it into a typed exception. One that
     escapes untranslated is still a PydepthError and prints its status by name."""
 
