@@ -239,6 +239,9 @@ def worker_main(framework: str) -> int:
             reply = {"version": getattr(mod, "__version__", "?"), "file": mod.__file__,
                      "threads": (mod.get_num_threads() if framework == "pydepth"
                                  else mod.get_num_threads())}
+            if framework == "pydepth":  # the products' instruction-set path (baseline, avx2, avx512, neon)
+                from pydepth._native._core import kernel_path
+                reply["kernel_path"] = kernel_path()
         elif kind == "rss":
             reply = {"peak_mb": _rss_mb(), "import_mb": base_rss}
         elif kind == "quit":
@@ -457,8 +460,9 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, 
 
 
 def machine_info() -> Dict[str, Any]:
-    """nproc, CPU model, AVX-512, load, environment knobs and versions."""
-    info: Dict[str, Any] = {"nproc": os.cpu_count(), "python": platform.python_version()}
+    """nproc, CPU model and architecture, AVX-512, load, environment knobs and versions."""
+    info: Dict[str, Any] = {"nproc": os.cpu_count(), "python": platform.python_version(),
+                            "arch": platform.machine()}
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in lscpu.splitlines():
@@ -488,8 +492,9 @@ def report(results: Dict[str, Any]) -> str:
     """The markdown report of a run."""
     lines: List[str] = []
     m = results["machine"]
-    lines.append(f"pydepth commit `{m.get('commit')}` ({results.get('pydepth_file')}), torch {results.get('torch')}, parent peak RSS {_rss_mb():.0f} MiB, "
-                 f"{m.get('cpu')} × {m['nproc']}, AVX-512: {m.get('avx512')}, "
+    lines.append(f"pydepth commit `{m.get('commit')}` ({results.get('pydepth_file')}, kernel path {results.get('kernel_path', '?')}), "
+                 f"torch {results.get('torch')}, parent peak RSS {_rss_mb():.0f} MiB, "
+                 f"{m.get('cpu')} ({m.get('arch')}) × {m['nproc']}, AVX-512: {m.get('avx512')}, "
                  f"load avg start {m['loadavg_start'][0]:.2f} / end {m.get('loadavg_end', [0])[0]:.2f}, "
                  f"OPENBLAS env {m['openblas_env']}, wall {results.get('wall_seconds', 0):.0f} s")
     lines.append("")
@@ -700,10 +705,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         w.close()
         results[fw] = info["version"]
         results[fw + "_file"] = info["file"]
+        if "kernel_path" in info:
+            results["kernel_path"] = info["kernel_path"]
+            log(f"pydepth kernel path: {info['kernel_path']}")
     log("machine peak")
     try:
         from bench_peak import PeakError, machine_peak
         results["peak"] = machine_peak(threads)
+        log("machine line (mul + add, no FMA): " + ", ".join(
+            f"{results['peak']['isa']} {g:.1f} GFLOP/s at {n} thread{'s' if int(n) > 1 else ''}"
+            for n, g in results["peak"]["gflops"].items()))
     except PeakError as exc:
         results["peak"] = {"error": str(exc)}
     if not args.no_check:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,8 @@ from typing import Dict, List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "peak_muladd.c")
-ISAS = ["avx512", "avx2", "sse2"]  # widest first, as pydepth's kernel dispatch chooses
+# widest first, as pydepth's kernel dispatch chooses; peak_muladd builds only its machine's
+ISAS = ["avx512", "avx2", "sse2"] if platform.machine().lower() in ("x86_64", "amd64") else ["neon"]
 
 
 class PeakError(RuntimeError):

@@ -1,10 +1,14 @@
 /* This CPU's peak rate of separately rounded multiply-adds (a mul then an add, no FMA), the
  * operation pydepth's matmul kernels run: 12 independent accumulators c += a*b per vector width,
  * as in the 6x2-register micro-kernels. Built and run by bench_peak.py:
- *     peak_muladd ISA THREADS SECONDS   (ISA: avx512, avx2, sse2)
+ *     peak_muladd ISA THREADS SECONDS   (ISA: avx512, avx2, sse2 on x86-64; neon on aarch64)
  * prints "ISA THREADS GFLOPS" (mul and add counted as one flop each, as 2*M*N*K counts): the
  * sum over threads of each thread's fastest ~1 ms window, the rate the core delivers undisturbed. */
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +27,8 @@
         c9 = ADD(c9, MUL(a9, b)); c10 = ADD(c10, MUL(a10, b)); c11 = ADD(c11, MUL(a11, b)); \
     }
 
-#define KERNEL(NAME, TARGET, T, SET1, MUL, ADD, BAR, LANES)                                 \
-    __attribute__((target(TARGET))) static double NAME(long reps) {                         \
+#define KERNEL(NAME, ATTR, T, SET1, MUL, ADD, BAR, LANES)                                   \
+    ATTR static double NAME(long reps) {                                                    \
         /* distinct factors and starts: no two chains may be merged by the compiler */        \
         T a0 = SET1(1.01), a1 = SET1(1.02), a2 = SET1(1.03), a3 = SET1(1.04);               \
         T a4 = SET1(1.05), a5 = SET1(1.06), a6 = SET1(1.07), a7 = SET1(1.08);               \
@@ -41,11 +45,17 @@
         return out[0];                                                                      \
     }
 
+#if defined(__x86_64__)
 #define BAR_V(x) __asm__ volatile("" : "+v"(x))
 #define BAR_X(x) __asm__ volatile("" : "+x"(x))
-KERNEL(k_avx512, "avx512f", __m512d, _mm512_set1_pd, _mm512_mul_pd, _mm512_add_pd, BAR_V, 8)
-KERNEL(k_avx2, "avx2", __m256d, _mm256_set1_pd, _mm256_mul_pd, _mm256_add_pd, BAR_X, 4)
-KERNEL(k_sse2, "sse2", __m128d, _mm_set1_pd, _mm_mul_pd, _mm_add_pd, BAR_X, 2)
+KERNEL(k_avx512, __attribute__((target("avx512f"))), __m512d, _mm512_set1_pd, _mm512_mul_pd, _mm512_add_pd, BAR_V, 8)
+KERNEL(k_avx2, __attribute__((target("avx2"))), __m256d, _mm256_set1_pd, _mm256_mul_pd, _mm256_add_pd, BAR_X, 4)
+KERNEL(k_sse2, __attribute__((target("sse2"))), __m128d, _mm_set1_pd, _mm_mul_pd, _mm_add_pd, BAR_X, 2)
+#elif defined(__aarch64__)
+/* Advanced SIMD is every aarch64's: vmulq then vaddq, as the NEON micro-kernel (never vfmaq) */
+#define BAR_W(x) __asm__ volatile("" : "+w"(x))
+KERNEL(k_neon, , float64x2_t, vdupq_n_f64, vmulq_f64, vaddq_f64, BAR_W, 2)
+#endif
 
 typedef struct {
     double (*fn)(long);
@@ -77,15 +87,19 @@ static void *run(void *v) {
 
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s avx512|avx2|sse2 THREADS SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s avx512|avx2|sse2|neon THREADS SECONDS\n", argv[0]);
         return 2;
     }
     double (*fn)(long) = NULL;
     int lanes = 0;
+#if defined(__x86_64__)
     __builtin_cpu_init();
     if (!strcmp(argv[1], "avx512") && __builtin_cpu_supports("avx512f")) fn = k_avx512, lanes = 8;
     if (!strcmp(argv[1], "avx2") && __builtin_cpu_supports("avx2")) fn = k_avx2, lanes = 4;
     if (!strcmp(argv[1], "sse2")) fn = k_sse2, lanes = 2;
+#elif defined(__aarch64__)
+    if (!strcmp(argv[1], "neon")) fn = k_neon, lanes = 2;
+#endif
     const int nt = atoi(argv[2]);
     const double secs = atof(argv[3]);
     if (!fn || nt < 1 || nt > 256 || !(secs > 0)) {

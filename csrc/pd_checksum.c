@@ -102,7 +102,7 @@ static void sum_task(void *vctx, size_t begin, size_t end) {
 
 /* The widest loop the products' instruction-set path allows (one sum on every path). */
 static uint64_t (*sum_loop(void))(const double *, size_t, size_t) {
-    return PD_ISA_PICK(mix_sum, mix_sum_avx2, mix_sum_avx512);
+    return PD_ISA_PICK(mix_sum, mix_sum_avx2, mix_sum_avx512, mix_sum);
 }
 
 size_t pd_values_checksum(const double *x, size_t n) {

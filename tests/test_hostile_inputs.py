@@ -170,7 +170,7 @@ _STEP, _MUL = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 def _kernel_paths():
     from pydepth._native import _core
     old = _core.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512") if _core.force_kernel_path(p)]
+    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _core.force_kernel_path(p)]
     _core.force_kernel_path(old)
     return out
 

@@ -110,7 +110,7 @@ def test_the_first_non_finite_value_is_named_alike_on_every_kernel_path():
     wq.assign(v)
     old, messages = _core.kernel_path(), {}
     try:
-        for path in ("baseline", "avx2", "avx512"):
+        for path in ("baseline", "avx2", "avx512", "neon"):
             if _core.force_kernel_path(path):
                 with pytest.raises(pydepth.NonFiniteError) as err:
                     model.forward(np.array([[1, 5, 9]]))

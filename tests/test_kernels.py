@@ -19,7 +19,7 @@ from conftest import bits
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-PATHS = ("baseline", "avx2", "avx512")
+PATHS = ("baseline", "avx2", "avx512", "neon")
 REFERENCE = Path(__file__).parent / "reference" / "trace-public.json"
 
 

@@ -33,7 +33,7 @@ def _reference_impl():
 
 def _paths():
     old = _core.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512") if _core.force_kernel_path(p)]
+    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _core.force_kernel_path(p)]
     _core.force_kernel_path(old)
     return out
 

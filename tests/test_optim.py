@@ -141,7 +141,7 @@ def test_parameters_agree_with_torch_optim_foreach_false_within_1e_13_after_10_s
 def test_training_is_bit_identical_for_every_thread_count_and_kernel_path():
     cfg = DecoderConfig(512, 32, 2, 64, 1, 8)  # the embedding spans several update chunks
     before, path = pydepth.get_num_threads(), pydepth._native._core.kernel_path()
-    paths = [p for p in ("baseline", "avx2", "avx512") if pydepth._native._core.force_kernel_path(p)]
+    paths = [p for p in ("baseline", "avx2", "avx512", "neon") if pydepth._native._core.force_kernel_path(p)]
     pydepth._native._core.force_kernel_path(path)
     results = []
     try:

@@ -86,3 +86,47 @@ def test_other_std_is_off_and_output_is_serializable(torch_models):
 def test_bad_audit_arguments_are_typed_errors(kwargs, match, torch_models):
     with pytest.raises(ScalingSchemeError, match=match):
         audit_initialization(torch_models.NanoGPT(1), **kwargs)
+
+
+def test_a_stock_gpt2_is_read_as_following_1_over_sqrt_2l_not_as_off(torch_models):
+    model = torch_models.hf("gpt2", 4)  # transformers draws c_proj at 0.02 / sqrt(2 * 4)
+    audit = audit_initialization(model)
+    assert "1/sqrt(2L)" in audit.follows
+    assert audit.scheme == "1/sqrt(2L)" and audit.scheme_source == "detected"
+    assert audit.ok and "off" not in {r.verdict for r in audit.rows}
+    assert "residual outputs follow: 1/sqrt(2L) (GPT-2, nanoGPT, Megatron" in audit.to_table()
+    explicit = audit_initialization(model, scheme="1/sqrt(L)")  # asked for another scheme: it says which
+    assert explicit.follows == audit.follows and explicit.scheme_source == "argument"
+    assert audit_initialization(model, scheme="megatron").scheme == "1/sqrt(2L)"
+
+
+def test_each_known_scheme_is_recognized_by_name(torch_models):
+    for scheme in ("1/sqrt(L)", "1/sqrt(2L)", "per-layer"):
+        model = torch_models.TitanLlama(4)
+        assert audit_initialization(model).follows == ("unscaled",)
+        apply_depth_scaling(model, scheme=scheme)
+        fresh = torch_models.TitanLlama(4)  # the same weights without the mark: read from the weights alone
+        fresh.load_state_dict(model.state_dict())
+        audit = audit_initialization(fresh)
+        assert scheme in audit.follows and audit.scheme == audit.follows[0] and audit.ok, (scheme, audit.follows)
+
+
+def test_mixture_of_experts_audit_covers_the_fused_3d_expert_tensors(torch_models):
+    model = torch_models.hf("mixtral", 4)
+    rows = by_name(audit_initialization(model))
+    down = rows["model.layers.2.mlp.experts.down_proj"]
+    assert down.role == "residual-output" and down.verdict == "unscaled"
+    assert rows["model.layers.2.mlp.experts.gate_up_proj"].role == "matrix"
+    apply_depth_scaling(model)
+    assert by_name(audit_initialization(model))["model.layers.2.mlp.experts.down_proj"].verdict == "ok"
+
+
+def test_sandwich_norm_audit_reads_effective_gains(torch_models):
+    model = torch_models.hf("gemma2", 4)
+    audit = audit_initialization(model)
+    gain = by_name(audit)["model.layers.0.post_attention_layernorm.weight"]
+    assert gain.role == "residual-output" and gain.measured_std == 1.0  # stored 0, effective gain 1
+    assert by_name(audit)["model.layers.0.self_attn.o_proj.weight"].role == "matrix"
+    apply_depth_scaling(model)
+    after = by_name(audit_initialization(model))["model.layers.0.post_attention_layernorm.weight"]
+    assert after.measured_std == pytest.approx(0.5) and after.verdict == "ok"

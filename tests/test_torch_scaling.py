@@ -10,13 +10,14 @@ import torch
 import pydepth
 from pydepth import (AlreadyScaledError, ArchitectureError, DecoderConfig, DecoderModel,
                      DepthInitializationBudget, FreshDepthInitialization, ScalingSchemeError, SplitMix64)
-from pydepth.torch import SCHEMES, apply_depth_scaling, find_layout, from_torch, scheme_factors, to_torch
+from pydepth.torch import (SCHEMES, apply_depth_scaling, find_layout, from_torch, observe_residual_health,
+                           scheme_factors, to_torch)
 from pydepth.torch.scaling import scaling_history
 
 EXPECTED = {  # architecture -> (builder, depth, the two selected names of layer 1)
     "hf-llama": (lambda tm: tm.hf("llama", 3), 3,
                  ("model.layers.1.self_attn.o_proj.weight", "model.layers.1.mlp.down_proj.weight")),
-    "gpt2": (lambda tm: tm.hf("gpt2", 3), 3,
+    "gpt2": (lambda tm: tm.gpt2_without_scaled_init(3), 3,
              ("transformer.h.1.attn.c_proj.weight", "transformer.h.1.mlp.c_proj.weight")),
     "gpt-neox": (lambda tm: tm.hf("gpt-neox", 2), 2,
                  ("gpt_neox.layers.1.attention.dense.weight", "gpt_neox.layers.1.mlp.dense_4h_to_h.weight")),
@@ -163,7 +164,78 @@ def test_named_architecture_must_match_the_structure(torch_models):
 
 def test_record_is_json_serializable_and_printable(torch_models):
     import json
-    record = apply_depth_scaling(torch_models.hf("gpt2", 2), scheme="1/sqrt(2L)")
+    record = apply_depth_scaling(torch_models.gpt2_without_scaled_init(2), scheme="1/sqrt(2L)")
     doc = json.loads(json.dumps(record.to_dict()))
     assert doc["scheme"] == "1/sqrt(2L)" and len(doc["tensors"]) == 4
     assert "transformer.h.1.mlp.c_proj.weight" in record.to_table()
+
+
+SCALED_PER_LAYER = {"qwen2-moe": 3}  # its shared expert's down projection is the third
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma", "gemma2", "gemma3", "olmo2", "stablelm-parallel", "mixtral",
+                                    "qwen2-moe", "falcon", "falcon-parallel", "falcon-new", "bloom", "gpt-j",
+                                    "gpt-neox", "phi3", "qwen3"])
+def test_every_family_scales_exactly_its_residual_outputs_and_nothing_else(family, torch_models):
+    module = torch_models.hf(family, 3)
+    layout = find_layout(module)
+    assert len(layout.projections) == 3 * SCALED_PER_LAYER.get(family, 2)
+    before = snapshot(module)
+    record = apply_depth_scaling(module, scheme="1/sqrt(2L)")
+    f = 1.0 / math.sqrt(6.0)
+    selected = {p.name: p for p in layout.projections}
+    assert [t.name for t in record.tensors] == list(selected)
+    for name, p in module.named_parameters():
+        proj = selected.get(name)
+        if proj is None:
+            assert torch.equal(p, before[name]), name
+        elif proj.kind == "gain" and proj.offset:  # Gemma: the effective gain 1 + w is what is scaled
+            assert torch.equal(p, (before[name] + proj.offset) * f - proj.offset), name
+        else:
+            assert torch.equal(p, before[name] * f), name
+
+
+def test_mixed_dense_and_expert_layers_scale_each_layers_own_outputs(torch_models):
+    assert find_layout(torch_models.hf("qwen2-moe-mixed", 3)).projection_names == (
+        "model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.down_proj.weight",
+        *(f"model.layers.{i}.{n}" for i in (1, 2) for n in (
+            "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight")))
+    deepseek = find_layout(torch_models.hf("deepseek-v3", 2))
+    assert deepseek.architecture == "hf-deepseek-moe"
+    assert deepseek.projection_names[2:] == tuple(f"model.layers.1.{n}" for n in (
+        "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_experts.down_proj.weight"))
+
+
+def test_mixture_of_experts_scales_every_experts_fused_down_projection(torch_models):
+    module = torch_models.hf("qwen2-moe", 2)
+    names = find_layout(module).projection_names
+    assert names == tuple(f"model.layers.{i}.{n}" for i in range(2) for n in (
+        "self_attn.o_proj.weight", "mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight"))
+    assert module.model.layers[0].mlp.experts.down_proj.ndim == 3  # [experts, out, in], one tensor
+
+
+@pytest.mark.parametrize("family", ["gemma2", "olmo2"])
+def test_with_post_branch_norms_depth_scaling_scales_what_each_branch_adds(family, torch_models):
+    module = torch_models.hf(family, 4)
+    ids = torch.arange(14).reshape(2, 7) % torch_models.VOCAB
+    before = observe_residual_health(module, ids)
+    apply_depth_scaling(module)  # the post-branch norm's effective gain, times 1/sqrt(4)
+    after = observe_residual_health(module, ids)
+    # the first branch sees the same input before and after: what it adds (after its norm) halves
+    assert after.branches[0].attention_output_rms == pytest.approx(0.5 * before.branches[0].attention_output_rms,
+                                                                   rel=1e-5)
+    if family != "gemma2":
+        return
+    # halving o_proj instead leaves the branch far from halved: the norm divides the factor out
+    # (all but what its epsilon keeps, since these random branches are small)
+    module = torch_models.hf(family, 4)
+    with torch.no_grad():
+        for layer in module.model.layers:
+            layer.self_attn.o_proj.weight.mul_(0.5)
+    moved = observe_residual_health(module, ids)
+    assert moved.branches[0].attention_output_rms > 0.8 * before.branches[0].attention_output_rms
+
+
+def test_scheme_aliases_name_the_same_factors():
+    assert scheme_factors("megatron", 8) == scheme_factors("gpt2", 8) == scheme_factors("1/sqrt(2L)", 8)
+    assert scheme_factors("torchtitan", 3) == scheme_factors("per-layer", 3)

@@ -1,6 +1,6 @@
 """Models for the bridge tests: the public fixtures as pydepth models, and tiny decoders of
-every architecture the bridge recognizes, built from configs (nothing is downloaded): Hugging
-Face Llama, Mistral, Qwen2, GPT-2 and GPT-NeoX, and small stand-ins with the module structure
+every architecture the bridge recognizes, built from configs (nothing is downloaded): the
+Hugging Face families of :data:`HF_FAMILIES`, and small stand-ins with the module structure
 of nanoGPT and torchtitan's Llama."""
 import os
 
@@ -31,6 +31,65 @@ def fixture_models(reference_trace):
     return out
 
 
+def _hf_families(T, layers, common):
+    """name -> (model class, config) of every Hugging Face family the bridge recognizes."""
+    llama_like = dict(intermediate_size=48, num_key_value_heads=2, **common)
+    moe = dict(num_local_experts=4, num_experts_per_tok=2, **llama_like)
+    eager = dict(experts_implementation="eager")  # grouped_mm has no float64 kernel
+    return {
+        "llama": (T.LlamaForCausalLM, lambda e: T.LlamaConfig(**llama_like, **e)),
+        "mistral": (T.MistralForCausalLM, lambda e: T.MistralConfig(**llama_like, **e)),
+        "qwen2": (T.Qwen2ForCausalLM, lambda e: T.Qwen2Config(**llama_like, **e)),
+        "qwen3": (T.Qwen3ForCausalLM, lambda e: T.Qwen3Config(head_dim=8, **llama_like, **e)),
+        "phi3": (T.Phi3ForCausalLM, lambda e: T.Phi3Config(pad_token_id=0, **llama_like, **e)),
+        "gemma": (T.GemmaForCausalLM, lambda e: T.GemmaConfig(head_dim=8, **llama_like, **e)),
+        "gemma2": (T.Gemma2ForCausalLM, lambda e: T.Gemma2Config(head_dim=8, **llama_like, **e)),
+        "gemma3": (T.Gemma3ForCausalLM, lambda e: T.Gemma3TextConfig(head_dim=8, **llama_like, **e)),
+        "olmo2": (T.Olmo2ForCausalLM, lambda e: T.Olmo2Config(**llama_like, **e)),
+        "stablelm": (T.StableLmForCausalLM, lambda e: T.StableLmConfig(**llama_like, **e)),
+        "stablelm-parallel": (T.StableLmForCausalLM,
+                              lambda e: T.StableLmConfig(use_parallel_residual=True, **llama_like, **e)),
+        "mixtral": (T.MixtralForCausalLM, lambda e: T.MixtralConfig(**moe, **eager, **e)),
+        "qwen2-moe": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40, **eager,
+            **llama_like, **e)),
+        "qwen3-moe": (T.Qwen3MoeForCausalLM, lambda e: T.Qwen3MoeConfig(
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, head_dim=8, **eager, **llama_like, **e)),
+        "olmoe": (T.OlmoeForCausalLM, lambda e: T.OlmoeConfig(num_experts=4, num_experts_per_tok=2, **eager,
+                                                              **llama_like, **e)),
+        "cohere": (T.CohereForCausalLM, lambda e: T.CohereConfig(**llama_like, **e)),
+        "qwen2-moe-mixed": (T.Qwen2MoeForCausalLM, lambda e: T.Qwen2MoeConfig(
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40,
+            mlp_only_layers=[0], **eager, **llama_like, **e)),
+        "deepseek-v3": (T.DeepseekV3ForCausalLM, lambda e: T.DeepseekV3Config(
+            n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, first_k_dense_replace=1,
+            kv_lora_rank=8, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, n_group=1,
+            topk_group=1, **eager, **llama_like, **e)),
+        "gpt-neox": (T.GPTNeoXForCausalLM, lambda e: T.GPTNeoXConfig(intermediate_size=64, **common, **e)),
+        "falcon": (T.FalconForCausalLM, lambda e: T.FalconConfig(
+            hidden_size=32, num_attention_heads=4, num_hidden_layers=layers, vocab_size=VOCAB,
+            **{"parallel_attn": False, "new_decoder_architecture": False, "alibi": False, "bias": True, **e})),
+        "falcon-parallel": (T.FalconForCausalLM, lambda e: T.FalconConfig(
+            hidden_size=32, num_attention_heads=4, num_hidden_layers=layers, vocab_size=VOCAB,
+            **{"parallel_attn": True, "new_decoder_architecture": False, **e})),
+        "falcon-new": (T.FalconForCausalLM, lambda e: T.FalconConfig(
+            hidden_size=32, num_attention_heads=4, num_kv_heads=2, num_hidden_layers=layers, vocab_size=VOCAB,
+            **{"new_decoder_architecture": True, **e})),
+        "bloom": (T.BloomForCausalLM, lambda e: T.BloomConfig(hidden_size=32, n_head=4, n_layer=layers,
+                                                              vocab_size=VOCAB, **e)),
+        "gpt-j": (T.GPTJForCausalLM, lambda e: T.GPTJConfig(n_embd=32, n_head=4, n_layer=layers, vocab_size=VOCAB,
+                                                            n_positions=64, rotary_dim=4, **e)),
+        "gpt2": (T.GPT2LMHeadModel, lambda e: T.GPT2Config(n_layer=layers, n_embd=32, n_head=4, vocab_size=VOCAB,
+                                                           n_positions=64, **e)),
+    }
+
+
+#: Every Hugging Face family :func:`hf` builds.
+HF_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "olmo2", "stablelm",
+               "stablelm-parallel", "cohere", "mixtral", "qwen2-moe", "qwen2-moe-mixed", "qwen3-moe", "olmoe",
+               "deepseek-v3", "gpt-neox", "falcon", "falcon-parallel", "falcon-new", "bloom", "gpt-j", "gpt2")
+
+
 def hf(name, layers=2, **extra):
     """A tiny randomly initialized Hugging Face causal LM, in float64 unless asked otherwise."""
     import transformers as T
@@ -38,18 +97,22 @@ def hf(name, layers=2, **extra):
     torch.manual_seed(layers * 7 + len(name))
     common = dict(num_hidden_layers=layers, hidden_size=32, num_attention_heads=4, vocab_size=VOCAB,
                   max_position_embeddings=64)
-    if name in ("llama", "mistral", "qwen2"):
-        cls, cfg = {"llama": (T.LlamaForCausalLM, T.LlamaConfig), "mistral": (T.MistralForCausalLM, T.MistralConfig),
-                    "qwen2": (T.Qwen2ForCausalLM, T.Qwen2Config)}[name]
-        model = cls(cfg(intermediate_size=48, num_key_value_heads=2, **common, **extra))
-    elif name == "gpt2":
-        model = T.GPT2LMHeadModel(T.GPT2Config(n_layer=layers, n_embd=32, n_head=4, vocab_size=VOCAB,
-                                               n_positions=64, **extra))
-    elif name == "gpt-neox":
-        model = T.GPTNeoXForCausalLM(T.GPTNeoXConfig(intermediate_size=64, **common, **extra))
-    else:
+    families = _hf_families(T, layers, common)
+    if name not in families:
         raise KeyError(name)
-    return model.double()
+    cls, config = families[name]
+    return cls(config(extra)).double()
+
+
+def gpt2_without_scaled_init(layers=2):
+    """A tiny GPT-2 whose c_proj weights are redrawn at plain N(0, 0.02): what a skipped
+    1/sqrt(2L) init leaves (the stock init already follows 1/sqrt(2L))."""
+    model = hf("gpt2", layers)
+    with torch.no_grad():
+        for block in model.transformer.h:
+            block.attn.c_proj.weight.normal_(0.0, 0.02)
+            block.mlp.c_proj.weight.normal_(0.0, 0.02)
+    return model
 
 
 class _NanoAttention(nn.Module):

@@ -6,6 +6,8 @@
 # Every run must build, and its kernel_paths test must pass. The public_fixtures test must be
 # bit-exact on the runs listed in BIT_EXACT_RUNS (every run that executes: the elementary
 # functions are pydepth's own, csrc/libm, so musl's and the Windows CRT's libm no longer matter).
+# aarch64 runs the fixtures once per kernel path forced (neon, its default, and baseline), and
+# its NEON code must hold no fused multiply-add instruction.
 set -euo pipefail
 
 BIT_EXACT_RUNS="native aarch64 musl windows"
@@ -67,6 +69,25 @@ configure_args() { # the CMake cache entries of one run
 
 bit_exact_required() { case " $BIT_EXACT_RUNS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
+# The kernel paths a run's fixtures are forced to, one fixture run each ("" = the default path).
+forced_paths() { case "$1" in aarch64) echo "neon baseline" ;; *) echo "" ;; esac; }
+
+# aarch64's NEON code (the micro-kernel object and every *_neon loop of the core, csrc/libm
+# apart) holds no fused multiply-add: fmla/fmls (vector) nor fmadd/fmsub/fnmadd/fnmsub (scalar).
+no_fused_neon() {
+  local objdump=aarch64-linux-gnu-objdump objs
+  command -v "$objdump" >/dev/null || { echo "$objdump not found (binutils-aarch64-linux-gnu)" >&2; return 1; }
+  objs=$(find "$1/CMakeFiles/pdcore.dir/csrc" -name '*.c.o' ! -path '*/libm/*' | sort)
+  # shellcheck disable=SC2086
+  "$objdump" -d --no-show-raw-insn $objs | awk '
+    /^[0-9a-f]+ <.*>:$/ { fn = $2; if (fn ~ /_neon/) seen++; next }
+    fn ~ /_neon/ && $2 ~ /^f(n)?m(la|ls|add|sub)$/ { print "fused in " fn ": " $0; bad = 1 }
+    END {
+      if (seen < 2) { print "no NEON functions found (" seen ")"; exit 1 }
+      if (!bad) print seen " NEON functions, no fused multiply-add"; exit bad
+    }'
+}
+
 for run in $RUNS; do
   case "$run" in
     windows) need_zig; export PD_ZIG_TARGET=x86_64-windows-gnu ;;
@@ -96,24 +117,36 @@ for run in $RUNS; do
     summary+=("$run: kernel_paths FAILED")
     fail=1
   fi
-  set +e
-  (cd "$build" && ctest -V -R public_fixtures) >"$build.ctest" 2>&1
-  rc=$?
-  sed -nE 's/^[0-9]+: //p' "$build.ctest" >"$build.fixtures" # the program's own output
-  set -e
-  verdict=$(grep -E "^(all public fixtures bit-exact|FAILED)$" "$build.fixtures" | tail -1)
-  path=$(grep -m1 "^kernel path" "$build.fixtures" || true)
-  if [ "$rc" -eq 0 ]; then
-    summary+=("$run: $verdict ($path)")
-  elif bit_exact_required "$run"; then
-    cat "$build.ctest" >&2
-    summary+=("$run: public fixtures DIFFER (required bit-exact)")
-    fail=1
-  else
-    grep -E "^(ok  |FAIL)" "$build.fixtures" | head -n 6 >&2 || true
-    grep -m1 "^  FAIL" "$build.fixtures" >&2 || true
-    summary+=("$run: public fixtures differ [not in BIT_EXACT_RUNS: not required] ($path; first: $(grep -m1 '^  FAIL' "$build.fixtures" | sed 's/^  FAIL //'))")
+  if [ "$run" = aarch64 ]; then
+    if fused=$(no_fused_neon "$build" 2>&1); then summary+=("$run: $fused")
+    else echo "$fused" >&2; summary+=("$run: fused multiply-add in NEON code FAILED"); fail=1; fi
   fi
+  forced_list=$(forced_paths "$run")
+  for forced in ${forced_list:-""}; do # one pass per forced path, or one on the default path
+    label="$run${forced:+ (forced $forced)}"
+    set +e
+    (cd "$build" && PYDEPTH_KERNEL_PATH="$forced" ctest -V -R public_fixtures) >"$build.ctest" 2>&1
+    rc=$?
+    sed -nE 's/^[0-9]+: //p' "$build.ctest" >"$build.fixtures" # the program's own output
+    set -e
+    verdict=$(grep -E "^(all public fixtures bit-exact|FAILED)$" "$build.fixtures" | tail -1)
+    path=$(grep -m1 "^kernel path" "$build.fixtures" || true)
+    if [ -n "$forced" ] && [ "$path" != "kernel path $forced" ]; then
+      cat "$build.ctest" >&2
+      summary+=("$label: ran on '$path', not the forced path")
+      fail=1
+    elif [ "$rc" -eq 0 ]; then
+      summary+=("$label: $verdict ($path)")
+    elif bit_exact_required "$run"; then
+      cat "$build.ctest" >&2
+      summary+=("$label: public fixtures DIFFER (required bit-exact)")
+      fail=1
+    else
+      grep -E "^(ok  |FAIL)" "$build.fixtures" | head -n 6 >&2 || true
+      grep -m1 "^  FAIL" "$build.fixtures" >&2 || true
+      summary+=("$label: public fixtures differ [not in BIT_EXACT_RUNS: not required] ($path; first: $(grep -m1 '^  FAIL' "$build.fixtures" | sed 's/^  FAIL //'))")
+    fi
+  done
 done
 
 echo "== cross runs (bit-exact required: $BIT_EXACT_RUNS)" >&2

@@ -72,10 +72,13 @@ static double *scratch_get(size_t n) {
 
 /* ---- path selection --------------------------------------------------------------- */
 
-/* Widest first; the x86 kernels exist only in x86-64 builds. */
+/* Widest first; the x86 kernels exist only in x86-64 builds, the NEON one only in aarch64's. */
 static const pd_gemm_path *const g_paths[] = {
 #if PD_ARCH_X86_64
     &pd_path_avx512, &pd_path_avx2,
+#endif
+#if PD_ARCH_AARCH64
+    &pd_path_neon,
 #endif
     &pd_path_baseline};
 static pd_atomic_ptr g_path;
@@ -84,6 +87,9 @@ static int path_supported(const pd_gemm_path *p) {
 #if PD_ARCH_X86_64
     if (p == &pd_path_avx512) return pd_cpu_has_avx512f();
     if (p == &pd_path_avx2) return pd_cpu_has_avx2();
+#endif
+#if PD_ARCH_AARCH64
+    if (p == &pd_path_neon) return 1;
 #endif
     return p == &pd_path_baseline;
 }

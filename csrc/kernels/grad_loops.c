@@ -38,5 +38,5 @@
 PD_ISA_VARIANTS(GRAD_LOOPS)
 
 const pd_grad_loops *pd_grad_loops_current(void) {
-    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
+    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512, &loops_neon);
 }

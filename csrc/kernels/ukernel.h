@@ -26,5 +26,6 @@ typedef struct {
 extern const pd_gemm_path pd_path_baseline;
 extern const pd_gemm_path pd_path_avx2;
 extern const pd_gemm_path pd_path_avx512;
+extern const pd_gemm_path pd_path_neon;
 
 #endif

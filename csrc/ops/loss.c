@@ -10,6 +10,8 @@
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
+#elif PD_ARCH_AARCH64
+#include <arm_neon.h>
 #endif
 #include "../libm/pd_libm.h"
 
@@ -83,6 +85,25 @@ PD_TARGET("avx512f") static size_t chains_avx512(const double *x, size_t V, doub
                   _mm512_set1_epi64, _mm512_and_si512, _mm512_or_si512, _mm512_add_epi64,
                   _mm512_max_pd, _mm512_castpd_si512);
 }
+#elif PD_ARCH_AARCH64
+/* The scalar chains' step x > m ? x : m as a compare and a select (fmax would turn a -0 chain
+ * into +0), four two-lane chains at a time */
+static size_t chains_neon(const double *x, size_t V, double *m, uint64_t *any) {
+    size_t cl = 0;
+    float64x2_t mv[4];
+    uint64x2_t av = vdupq_n_u64(0);
+    const uint64x2_t em = vdupq_n_u64(0x7FF0000000000000u), lo = vdupq_n_u64(0x0010000000000000u);
+    for (int h = 0; h < 4; h++) mv[h] = vld1q_f64(m + 2 * h);
+    for (; cl + 8 <= V; cl += 8)
+        for (int h = 0; h < 4; h++) {
+            const float64x2_t v = vld1q_f64(x + cl + 2 * h);
+            av = vorrq_u64(av, vaddq_u64(vandq_u64(vreinterpretq_u64_f64(v), em), lo));
+            mv[h] = vbslq_f64(vcgtq_f64(v, mv[h]), v, mv[h]);
+        }
+    *any |= vgetq_lane_u64(av, 0) | vgetq_lane_u64(av, 1);
+    for (int h = 0; h < 4; h++) vst1q_f64(m + 2 * h, mv[h]);
+    return cl;
+}
 #endif
 /* p = x - mx; returns the first index whose shift is zero (V when none), as a minimum of
  * indices so the loop has no exit */
@@ -126,7 +147,7 @@ typedef struct {
 PD_ISA_VARIANTS(ROW_LOOPS)
 
 static const row_loops *current_loops(void) {
-    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
+    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512, &loops_neon);
 }
 
 #define GROUP 4 /* rows whose sequential tail sums run interleaved */

@@ -54,7 +54,7 @@ typedef struct {
 PD_ISA_VARIANTS(ROW_LOOPS)
 
 static const row_loops *current_loops(void) {
-    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512);
+    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512, &loops_neon);
 }
 
 typedef struct {

@@ -8,6 +8,12 @@
 #else
 #define PD_ARCH_X86_64 0
 #endif
+/* aarch64 kernels (NEON): Advanced SIMD is part of every aarch64 CPU, so no run-time check. */
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define PD_ARCH_AARCH64 1
+#else
+#define PD_ARCH_AARCH64 0
+#endif
 
 /* GCC and clang enable an instruction set per function; MSVC needs no flag for intrinsics. */
 #if defined(__GNUC__) || defined(__clang__)

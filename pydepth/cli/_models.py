@@ -36,6 +36,33 @@ def is_hf_source(path: str) -> bool:
     return isinstance(data, dict) and "model_type" in data
 
 
+def _first_line(err: BaseException, limit: int = 200) -> str:
+    """The first line of a transformers error, cut short: some list every class they know."""
+    line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    line = line.split(" Should contain one of")[0].split(" Model type should be one of")[0]
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _check_model_type(transformers: Any, model_type: str, where: Any) -> None:
+    """Refuses a model_type transformers does not know, or one that has no causal LM."""
+    import difflib
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:  # another transformers layout: let the builders decide
+        return
+    version = getattr(transformers, "__version__", "?")
+    if model_type not in CONFIG_MAPPING_NAMES:
+        close = difflib.get_close_matches(model_type, list(CONFIG_MAPPING_NAMES), n=3)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        raise ConfigError(f"{where}: transformers {version} does not know model_type {model_type!r}{hint}")
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ConfigError(
+            f"{where}: model_type {model_type!r} ({CONFIG_MAPPING_NAMES[model_type]}) has no causal language "
+            "model in transformers; audit and observe take decoder-only causal LMs (Llama, GPT-2, Gemma, ...), "
+            "not encoder-decoders such as T5 or encoders such as BERT")
+
+
 def has_weights(path: str) -> bool:
     """True when ``path`` is a saved Hugging Face model directory (its weights are loaded, no seed needed)."""
     p = pathlib.Path(path)
@@ -49,7 +76,13 @@ def _hf_model(path: str, seed: int, dtype: Any) -> Tuple[Any, str]:
     import torch
     p = pathlib.Path(path)
     if has_weights(path):
-        model = transformers.AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=dtype)
+        stored = _read_json(p / "config.json") if (p / "config.json").is_file() else {}
+        if isinstance(stored, dict) and isinstance(stored.get("model_type"), str):
+            _check_model_type(transformers, stored["model_type"], p / "config.json")
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=dtype)
+        except (ValueError, KeyError) as err:
+            raise ConfigError(f"{p}: transformers cannot load this checkpoint: {_first_line(err)}") from None
         return model, f"Hugging Face checkpoint {p} ({model.config.model_type})"
     config_file = p / "config.json" if p.is_dir() else p
     if not config_file.is_file():
@@ -58,12 +91,14 @@ def _hf_model(path: str, seed: int, dtype: Any) -> Tuple[Any, str]:
     model_type = data.pop("model_type", None)
     if not isinstance(model_type, str):
         raise ConfigError(f"{config_file}: no model_type; not a Hugging Face config")
+    _check_model_type(transformers, model_type, config_file)
     try:
         config = transformers.AutoConfig.for_model(model_type, **data)
-    except (ValueError, KeyError) as err:
-        raise ConfigError(f"{config_file}: transformers cannot build model_type {model_type!r}: {err}") from None
-    torch.manual_seed(seed)  # the random initialization is reproducible from --seed
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+        torch.manual_seed(seed)  # the random initialization is reproducible from --seed
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{config_file}: transformers cannot build model_type {model_type!r}: "
+                          f"{_first_line(err)}") from None
     return model, f"Hugging Face {model_type} from {config_file}, random init (torch seed {seed})"
 
 

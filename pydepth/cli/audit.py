@@ -17,9 +17,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("model", metavar="MODEL",
                    help="a pydepth DecoderConfig JSON, a Hugging Face config.json, or a local Hugging Face "
                    "model directory (its weights when present; nothing is downloaded)")
-    p.add_argument("--scheme", default="1/sqrt(L)", choices=("1/sqrt(L)", "1/sqrt(2L)", "per-layer"),
-                   help="depth scheme the residual output projections should follow (default 1/sqrt(L); "
-                   "GPT-2 and nanoGPT use 1/sqrt(2L))")
+    p.add_argument("--scheme", default=None,
+                   choices=("1/sqrt(L)", "1/sqrt(2L)", "per-layer", "megatron", "gpt2", "torchtitan"),
+                   help="depth scheme the residual outputs should follow (default: the one recorded on the "
+                   "model, else the known scheme it follows, else 1/sqrt(L); GPT-2, nanoGPT and Megatron "
+                   "use 1/sqrt(2L), torchtitan per-layer)")
     p.add_argument("--base-std", type=float, default=None, metavar="STD",
                    help="base standard deviation (default: Xavier for pydepth, the config's "
                    "initializer_range for Hugging Face, else the median of the other matrices)")

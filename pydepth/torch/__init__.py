@@ -8,14 +8,14 @@ from ._deps import require_torch
 
 require_torch()
 
-from .architectures import ARCHITECTURES, ArchitectureSpec, DecoderLayout, find_layout  # noqa: E402
+from .architectures import ARCHITECTURES, NORM_PLACEMENTS, ArchitectureSpec, DecoderLayout, find_layout  # noqa: E402
 from .audit import AuditRow, InitializationAudit, audit_initialization  # noqa: E402
 from .health import observe_residual_health  # noqa: E402
-from .scaling import (SCHEMES, DepthScalingRecord, ScaledTensor, apply_depth_scaling,  # noqa: E402
-                      scheme_factors)
+from .scaling import DepthScalingRecord, ScaledTensor, apply_depth_scaling  # noqa: E402
+from .schemes import SCHEME_ALIASES, SCHEMES, scheme_factors  # noqa: E402
 from .twin import PydepthTwin, TwinOutput, from_torch, to_torch  # noqa: E402
 
-__all__ = ["to_torch", "from_torch", "PydepthTwin", "TwinOutput", "ARCHITECTURES",
-           "ArchitectureSpec", "DecoderLayout", "find_layout", "SCHEMES", "apply_depth_scaling",
+__all__ = ["to_torch", "from_torch", "PydepthTwin", "TwinOutput", "ARCHITECTURES", "NORM_PLACEMENTS",
+           "ArchitectureSpec", "DecoderLayout", "find_layout", "SCHEMES", "SCHEME_ALIASES", "apply_depth_scaling",
            "scheme_factors", "DepthScalingRecord", "ScaledTensor", "audit_initialization",
            "InitializationAudit", "AuditRow", "observe_residual_health"]

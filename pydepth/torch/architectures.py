@@ -1,21 +1,37 @@
 """Decoder architectures recognized by their module structure: where the layers are, which
-tensors are the residual output projections, and which modules carry the residual sites.
+tensors set the scale of what each branch adds to the residual stream, and which modules carry
+the residual sites.
 
-One table (:data:`ARCHITECTURES`) owns these facts; scaling, the audit and the health
-observer all read a :class:`DecoderLayout` found here.
+One table (:data:`ARCHITECTURES`) owns these facts and one function (:func:`find_layout`) reads
+it; scaling, the audit and the health observer all read the :class:`DecoderLayout` found here.
+A layer matches a spec only when its structure is the one the spec describes: every named
+module exists, the layer holds exactly the norms the spec names (no extra, none missing), and
+each norm multiplies by the gain the spec says (``weight`` or ``1 + weight``). A model whose
+structure no spec describes is refused, never read in the wrong place.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import torch
 from torch import nn
 
-from ..errors import ArchitectureError
+from ..errors import ArchitectureError, ScalingSchemeError
 
-__all__ = ["ArchitectureSpec", "ARCHITECTURES", "ResidualProjection", "DecoderLayout",
-           "find_layout", "layout_from_patterns", "spec_named"]
+__all__ = ["ArchitectureSpec", "ARCHITECTURES", "NORM_PLACEMENTS", "ResidualProjection",
+           "DecoderLayout", "find_layout", "layout_from_patterns", "resolve_layout", "spec_named", "effective_gain"]
+
+#: Where a layer's norms sit relative to its two branches ``f`` (attention, feed-forward):
+#: ``pre`` ``x + f(norm(x))``; ``post`` ``x + norm(f(x))``; ``sandwich`` ``x + norm2(f(norm1(x)))``.
+NORM_PLACEMENTS: Tuple[str, ...] = ("pre", "post", "sandwich")
+
+_PLACEMENT_NEEDS = {  # placement -> fields that must be set (the others are checked below)
+    "pre": ("attention_norm",),
+    "post": ("attention_post_norm", "feed_forward_post_norm"),
+    "sandwich": ("attention_norm", "attention_post_norm", "feed_forward_post_norm"),
+}
 
 
 @dataclass(frozen=True)
@@ -23,44 +39,135 @@ class ArchitectureSpec:
     """Where one family of decoders keeps its pieces (paths are dotted submodule names).
 
     ``layers`` lists candidate paths of the layer container (a ``ModuleList``/``ModuleDict``),
-    tried in order so both a causal-LM wrapper and its bare backbone are recognized; the other
-    paths are relative to one layer, except ``final_norm`` which is relative to the layer
-    container's parent. ``mid_norm`` is the module whose input is the residual stream between
-    the attention and feed-forward additions (``None`` when the residual is parallel)."""
+    tried in order so a causal-LM wrapper and its bare backbone are both recognized;
+    ``final_norm`` is relative to the container's parent; every other path is relative to one
+    layer. ``attention_output`` and ``feed_forward_output`` are the modules whose outputs are the
+    two branches before any post-branch norm (``o_proj`` and ``down_proj``, or a whole
+    mixture-of-experts block); ``mid_norm`` is the module whose first input is the residual
+    stream between the two additions (the feed-forward pre-norm, or for ``post`` placement the
+    feed-forward block itself; ``None`` for a parallel residual). ``norm_placement`` is one of
+    :data:`NORM_PLACEMENTS`; ``attention_post_norm``/``feed_forward_post_norm`` name the norms
+    that follow each branch (``post``, ``sandwich``). Depth scaling multiplies the projections'
+    weights (``feed_forward_weights`` lists the parameter paths when the feed-forward output is a
+    block, e.g. fused 3-D expert tensors; ``dense_feed_forward_weights`` those of the dense layers
+    a mixture-of-experts model may interleave) for ``pre``, and the post-branch norms' effective
+    gains for ``post`` and ``sandwich``. ``gain_offset`` is 1.0 when a norm multiplies by
+    ``1 + weight`` (Gemma). ``parallel`` marks ``x + attn(norm(x)) + ffn(norm'(x))`` (a
+    ``parallel_attribute`` of the layer may switch it on); ``feed_forward_norm`` names the
+    feed-forward pre-norm of a parallel layer when it is not ``attention_norm``.
+    ``unsupported_attributes`` are layer attributes that must be false (they change the
+    residual's meaning). Errors in a spec raise :class:`pydepth.ArchitectureError`."""
 
     name: str
     description: str
     layers: Tuple[str, ...]
     attention_output: str
     feed_forward_output: str
-    attention_norm: str
+    attention_norm: Optional[str]
     mid_norm: Optional[str]
     final_norm: str
-    weight_layout: str  # "[out, in]" (nn.Linear) or "[in, out]" (pydepth, Conv1D)
+    weight_layout: str = "[out, in]"  # "[out, in]" (nn.Linear) or "[in, out]" (pydepth, Conv1D)
     projection_type: Optional[str] = None  # class name the output projections must have
     parallel_attribute: Optional[str] = None  # layer attribute that switches to a parallel residual
+    norm_placement: str = "pre"
+    attention_post_norm: Optional[str] = None
+    feed_forward_post_norm: Optional[str] = None
+    feed_forward_norm: Optional[str] = None
+    feed_forward_weights: Tuple[str, ...] = ()
+    dense_feed_forward_weights: Tuple[str, ...] = ()
+    gain_offset: float = 0.0
+    parallel: bool = False
+    unsupported_attributes: Tuple[str, ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        if self.norm_placement not in NORM_PLACEMENTS:
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: norm_placement {self.norm_placement!r} "
+                                    f"is not one of {list(NORM_PLACEMENTS)}")
+        if isinstance(self.layers, str) or not self.layers:
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: layers must be a non-empty tuple of "
+                                    f"paths, got {self.layers!r}")
+        missing = [f for f in _PLACEMENT_NEEDS[self.norm_placement] if not getattr(self, f)]
+        if missing:
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: norm_placement "
+                                    f"{self.norm_placement!r} needs {', '.join(missing)}")
+        if self.norm_placement == "pre" and (self.attention_post_norm or self.feed_forward_post_norm):
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: a post-branch norm is named, so "
+                                    "norm_placement is 'sandwich' (or 'post'), not 'pre'")
+        if self.norm_placement == "post" and self.parallel:
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: post-branch norms with a parallel "
+                                    "residual are not supported")
+        if not self.parallel and not self.parallel_attribute and not self.mid_norm:
+            raise ArchitectureError(f"ArchitectureSpec {self.name!r}: a sequential layer needs mid_norm "
+                                    "(the module whose input is the residual between the two additions)")
+
+    @property
+    def norm_paths(self) -> Tuple[str, ...]:
+        """Every norm of one layer this spec names (the layer must hold exactly these)."""
+        mid = self.mid_norm if self.norm_placement != "post" else None
+        names = (self.attention_norm, mid, self.feed_forward_norm, self.attention_post_norm,
+                 self.feed_forward_post_norm)
+        return tuple(dict.fromkeys(n for n in names if n))
+
+
+_LLAMA_LAYERS = ("model.layers", "layers")
+_H_LAYERS = ("transformer.h", "h")
 
 ARCHITECTURES: Tuple[ArchitectureSpec, ...] = (
     ArchitectureSpec("pydepth-twin", "pydepth's decoder as a torch module (pydepth.torch.to_torch)",
                      ("blocks",), "attention.output", "ffn.down", "attention_norm", "ffn_norm",
                      "final_norm", "[in, out]", "_Projection"),
-    ArchitectureSpec("hf-llama", "Hugging Face Llama, Mistral, Qwen2 (and their LlamaModel backbones)",
-                     ("model.layers", "layers"), "self_attn.o_proj", "mlp.down_proj",
-                     "input_layernorm", "post_attention_layernorm", "norm", "[out, in]"),
-    ArchitectureSpec("gpt2", "Hugging Face GPT-2 (Conv1D, [in, out])",
-                     ("transformer.h", "h"), "attn.c_proj", "mlp.c_proj", "ln_1", "ln_2", "ln_f",
-                     "[in, out]", "Conv1D"),
-    ArchitectureSpec("nanogpt", "nanoGPT-style GPT (nn.Linear, [out, in])",
-                     ("transformer.h", "h"), "attn.c_proj", "mlp.c_proj", "ln_1", "ln_2", "ln_f",
-                     "[out, in]", "Linear"),
+    ArchitectureSpec("hf-gemma-sandwich", "Hugging Face Gemma2, Gemma3: norms before and after each "
+                     "branch, gains 1 + weight", _LLAMA_LAYERS, "self_attn.o_proj", "mlp.down_proj",
+                     "input_layernorm", "pre_feedforward_layernorm", "norm", norm_placement="sandwich",
+                     attention_post_norm="post_attention_layernorm",
+                     feed_forward_post_norm="post_feedforward_layernorm", gain_offset=1.0),
+    ArchitectureSpec("hf-olmo2", "Hugging Face OLMo2: a norm after each branch", _LLAMA_LAYERS,
+                     "self_attn.o_proj", "mlp.down_proj", None, "mlp", "norm", norm_placement="post",
+                     attention_post_norm="post_attention_layernorm",
+                     feed_forward_post_norm="post_feedforward_layernorm"),
+    ArchitectureSpec("hf-gemma", "Hugging Face Gemma: pre-norms with gains 1 + weight", _LLAMA_LAYERS,
+                     "self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm",
+                     "norm", gain_offset=1.0),
+    ArchitectureSpec("hf-llama", "Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi3, StableLM (and their "
+                     "backbones)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp.down_proj", "input_layernorm",
+                     "post_attention_layernorm", "norm"),
+    ArchitectureSpec("hf-llama-parallel", "Hugging Face StableLM with use_parallel_residual (one norm, "
+                     "parallel residual)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp.down_proj",
+                     "input_layernorm", None, "norm", parallel=True),
+    ArchitectureSpec("hf-qwen2-moe", "Hugging Face Qwen2-MoE: fused experts and a shared expert (dense "
+                     "layers too)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm",
+                     "post_attention_layernorm", "norm",
+                     feed_forward_weights=("mlp.experts.down_proj", "mlp.shared_expert.down_proj.weight"),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
+    ArchitectureSpec("hf-deepseek-moe", "Hugging Face DeepSeek-V2/V3-style experts: fused experts and shared "
+                     "experts (dense first layers too)", _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm",
+                     "post_attention_layernorm", "norm",
+                     feed_forward_weights=("mlp.experts.down_proj", "mlp.shared_experts.down_proj.weight"),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
+    ArchitectureSpec("hf-moe", "Hugging Face Mixtral, Qwen3-MoE, OLMoE: fused 3-D experts (dense layers too)",
+                     _LLAMA_LAYERS, "self_attn.o_proj", "mlp", "input_layernorm", "post_attention_layernorm",
+                     "norm", feed_forward_weights=("mlp.experts.down_proj",),
+                     dense_feed_forward_weights=("mlp.down_proj.weight",)),
+    ArchitectureSpec("gpt2", "Hugging Face GPT-2 (Conv1D, [in, out])", _H_LAYERS, "attn.c_proj",
+                     "mlp.c_proj", "ln_1", "ln_2", "ln_f", "[in, out]", "Conv1D"),
+    ArchitectureSpec("nanogpt", "nanoGPT-style GPT (nn.Linear, [out, in])", _H_LAYERS, "attn.c_proj",
+                     "mlp.c_proj", "ln_1", "ln_2", "ln_f", "[out, in]", "Linear"),
     ArchitectureSpec("gpt-neox", "Hugging Face GPT-NeoX (Pythia); parallel residual by default",
                      ("gpt_neox.layers", "layers"), "attention.dense", "mlp.dense_4h_to_h",
-                     "input_layernorm", "post_attention_layernorm", "final_layer_norm", "[out, in]",
-                     parallel_attribute="use_parallel_residual"),
+                     "input_layernorm", "post_attention_layernorm", "final_layer_norm",
+                     parallel_attribute="use_parallel_residual", feed_forward_norm="post_attention_layernorm"),
+    ArchitectureSpec("gpt-j", "Hugging Face GPT-J: one norm, parallel residual", _H_LAYERS,
+                     "attn.out_proj", "mlp.fc_out", "ln_1", None, "ln_f", parallel=True),
+    ArchitectureSpec("falcon-bloom", "Hugging Face Falcon (sequential) and BLOOM", _H_LAYERS,
+                     "self_attention.dense", "mlp.dense_4h_to_h", "input_layernorm", "post_attention_layernorm",
+                     "ln_f", unsupported_attributes=("apply_residual_connection_post_layernorm",)),
+    ArchitectureSpec("falcon-parallel", "Hugging Face Falcon with parallel_attn and one norm", _H_LAYERS,
+                     "self_attention.dense", "mlp.dense_4h_to_h", "input_layernorm", None, "ln_f", parallel=True),
+    ArchitectureSpec("falcon-parallel-2ln", "Hugging Face Falcon's new decoder architecture (ln_attn, "
+                     "ln_mlp, parallel)", _H_LAYERS, "self_attention.dense", "mlp.dense_4h_to_h", "ln_attn",
+                     None, "ln_f", parallel=True, feed_forward_norm="ln_mlp"),
     ArchitectureSpec("torchtitan-llama", "torchtitan Llama (attention.wo, feed_forward.w2)",
-                     ("layers",), "attention.wo", "feed_forward.w2", "attention_norm", "ffn_norm",
-                     "norm", "[out, in]"),
+                     ("layers",), "attention.wo", "feed_forward.w2", "attention_norm", "ffn_norm", "norm"),
 )
 
 _BY_NAME: Dict[str, ArchitectureSpec] = {a.name: a for a in ARCHITECTURES}
@@ -68,18 +175,24 @@ _BY_NAME: Dict[str, ArchitectureSpec] = {a.name: a for a in ARCHITECTURES}
 
 @dataclass(frozen=True)
 class ResidualProjection:
-    """One residual output projection: its layer, role and parameter."""
+    """One tensor depth scaling multiplies: its layer, role and parameter. ``kind`` is
+    ``"matrix"`` (a projection's weight, 2-D or fused 3-D experts) or ``"gain"`` (a post-branch
+    norm's weight, whose effective gain is ``offset + weight``)."""
 
     layer: int
-    role: str  # "attention-output" or "feed-forward-output"
+    role: str  # "attention-output" or "feed-forward-output" (or "pattern ...")
     name: str  # parameter name in module.named_parameters()
     parameter: nn.Parameter
+    kind: str = "matrix"
+    offset: float = 0.0
 
 
 @dataclass(frozen=True)
 class DecoderLayout:
     """What :func:`find_layout` found in one module. ``layers`` is empty when the layout came
-    from name patterns (enough for scaling and audits, not for observing health)."""
+    from name patterns (enough for scaling and audits, not for observing health).
+    ``attention_added``/``feed_forward_added`` are the modules whose outputs are added to the
+    residual stream (the post-branch norm when there is one, else the output projection)."""
 
     architecture: str
     depth: int
@@ -88,26 +201,32 @@ class DecoderLayout:
     layer_paths: Tuple[str, ...] = ()
     attention_outputs: Tuple[nn.Module, ...] = ()
     feed_forward_outputs: Tuple[nn.Module, ...] = ()
-    attention_norms: Tuple[nn.Module, ...] = ()
-    feed_forward_norms: Tuple[nn.Module, ...] = ()
+    attention_norms: Tuple[Optional[nn.Module], ...] = ()
+    feed_forward_norms: Tuple[Optional[nn.Module], ...] = ()
     mid_norms: Tuple[Optional[nn.Module], ...] = ()
     final_norm: Optional[nn.Module] = None
     parallel_residual: bool = False
+    norm_placement: str = "pre"
+    gain_offset: float = 0.0
+    attention_added: Tuple[nn.Module, ...] = ()
+    feed_forward_added: Tuple[nn.Module, ...] = ()
 
     @property
     def projection_names(self) -> Tuple[str, ...]:
-        """Parameter names of the residual output projections, in layer order."""
+        """Parameter names of the tensors depth scaling multiplies, in layer order."""
         return tuple(p.name for p in self.projections)
 
 
-def _get(module: nn.Module, path: str) -> Optional[nn.Module]:
+def _get(module: nn.Module, path: Optional[str]) -> Optional[nn.Module]:
+    if not path:
+        return None
     try:
         return module.get_submodule(path)
     except AttributeError:
         return None
 
 
-def _indexed_children(container: nn.Module) -> Optional[List[Tuple[int, str, nn.Module]]]:
+def _indexed_children(container: Optional[nn.Module]) -> Optional[List[Tuple[str, nn.Module]]]:
     if not isinstance(container, (nn.ModuleList, nn.ModuleDict)):
         return None
     out = []
@@ -115,90 +234,278 @@ def _indexed_children(container: nn.Module) -> Optional[List[Tuple[int, str, nn.
         if not key.isdigit():
             return None
         out.append((int(key), key, child))
-    return sorted(out, key=lambda item: item[0])
+    return [(key, child) for _, key, child in sorted(out, key=lambda item: item[0])]
 
 
-def _parameter_names(module: nn.Module) -> Dict[int, str]:
-    return {id(p): n for n, p in module.named_parameters()}
+def _gain_parameter(norm: nn.Module) -> Optional[torch.Tensor]:
+    for attr in ("gain", "weight"):
+        g = getattr(norm, attr, None)
+        if isinstance(g, torch.Tensor) and g.ndim == 1:
+            return g
+    return None
 
 
-def _try(spec: ArchitectureSpec, module: nn.Module) -> Optional[DecoderLayout]:
-    names = _parameter_names(module)
+def effective_gain(norm: nn.Module, offset: float) -> Optional[torch.Tensor]:
+    """The per-feature factor ``offset + weight`` a norm multiplies by (detached, float64)."""
+    g = _gain_parameter(norm)
+    return None if g is None else g.detach().to(torch.float64) + offset
+
+
+def _gain_mismatch(norm: nn.Module, offset: float) -> Optional[str]:
+    """Why ``norm`` does not multiply by ``offset + weight`` (None when it does, or cannot be probed)."""
+    g = _gain_parameter(norm)
+    if g is None or g.numel() % 2 or not g.dtype.is_floating_point:
+        return None if offset == 0.0 else f"{type(norm).__name__} has no gain to check (gain_offset)"
+    x = torch.ones(1, g.numel(), dtype=g.dtype, device=g.device)
+    x[:, 1::2] = -1.0  # zero mean, unit RMS: a LayerNorm and an RMSNorm both return ~gain * x
+    try:
+        with torch.no_grad():
+            seen = ((norm.forward(x) - norm.forward(-x)) * x * 0.5).to(torch.float64)[0]
+            want = g.detach().to(torch.float64) + offset
+            if bool(((seen - want).abs() <= 0.02 * (1.0 + want.abs())).all()):
+                return None
+    except Exception:  # a norm that needs other arguments, or has no values (meta device), cannot be run
+        return None if offset == 0.0 else (f"{type(norm).__name__} could not be run to check that it "
+                                           f"multiplies by {offset:g} + weight (gain_offset)")
+    return (f"{type(norm).__name__} multiplies by {float(seen[0]):.4g} where offset {offset:g} + weight "
+            f"is {float(want[0]):.4g} (gain_offset)")
+
+
+def _norm_children(layer: nn.Module) -> List[str]:
+    return [n for n, m in layer.named_children() if "norm" in type(m).__name__.lower()]
+
+
+def _check_norms(spec: ArchitectureSpec, layer: nn.Module) -> Optional[str]:
+    named = spec.norm_paths
+    direct = sorted(n for n in named if "." not in n)
+    held = sorted(_norm_children(layer))
+    if held != direct:
+        return (f"layer norms {held} where the spec names {direct} (attention_norm, mid_norm, "
+                f"feed_forward_norm, attention_post_norm, feed_forward_post_norm)")
+    for path in named:
+        norm = _get(layer, path)
+        if norm is None:
+            return f"no norm {path!r}"
+        why = _gain_mismatch(norm, spec.gain_offset)
+        if why:
+            return f"{path}: {why}"
+    return None
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One layer's pieces as a spec names them."""
+
+    path: str
+    layer: nn.Module
+    attention_output: nn.Module
+    feed_forward_output: nn.Module
+    attention_norm: Optional[nn.Module]
+    feed_forward_norm: Optional[nn.Module]
+    mid: Optional[nn.Module]
+    attention_added: nn.Module
+    feed_forward_added: nn.Module
+    scaled: Tuple[Tuple[str, str, nn.Parameter, str], ...]  # (role, path in layer, parameter, kind)
+
+
+def _parameter(layer: nn.Module, path: str) -> Optional[nn.Parameter]:
+    try:
+        p = layer.get_parameter(path)
+    except AttributeError:
+        return None
+    return p if isinstance(p, nn.Parameter) else None
+
+
+def _unclaimed(spec: ArchitectureSpec, layer: nn.Module, paths: Sequence[str], taken: set) -> Optional[str]:
+    """A parameter of the feed-forward block that looks like an output projection (it shares a
+    leaf name with ``paths``) but is not among them: every expert's must be scaled."""
+    leaves = {path.split(".")[-2] if path.endswith(".weight") else path.split(".")[-1] for path in paths}
+    ffn_module = _get(layer, spec.feed_forward_output)
+    for name, p in (ffn_module.named_parameters() if ffn_module is not None else ()):
+        if id(p) not in taken and leaves & set(name.split(".")):
+            return (f"{spec.feed_forward_output}.{name} looks like an output projection that "
+                    "feed_forward_weights does not name")
+    return None
+
+
+def _feed_forward_paths(spec: ArchitectureSpec, layer: nn.Module) -> Tuple[str, ...]:
+    """The feed-forward parameters scaled in this layer: the expert tensors, or in a dense layer
+    of a mixture-of-experts model (``dense_feed_forward_weights``) the dense ones."""
+    if not spec.feed_forward_weights:
+        return (f"{spec.feed_forward_output}.weight",)
+    if spec.dense_feed_forward_weights and any(_parameter(layer, p) is None for p in spec.feed_forward_weights):
+        return spec.dense_feed_forward_weights
+    return spec.feed_forward_weights
+
+
+def _scaled(spec: ArchitectureSpec, layer: nn.Module) -> Union[str, Tuple[Tuple[str, str, nn.Parameter, str], ...]]:
+    """The tensors depth scaling multiplies in one layer, or why they are not there."""
+    ffn_paths: Tuple[str, ...] = ()
+    if spec.norm_placement != "pre":  # the post-branch norm sets the branch's scale: its gain
+        wanted = [("attention-output", f"{spec.attention_post_norm}.weight", "gain"),
+                  ("feed-forward-output", f"{spec.feed_forward_post_norm}.weight", "gain")]
+    else:
+        ffn_paths = _feed_forward_paths(spec, layer)
+        wanted = ([("attention-output", f"{spec.attention_output}.weight", "matrix")]
+                  + [("feed-forward-output", path, "matrix") for path in ffn_paths])
+    out = []
+    for role, path, kind in wanted:
+        p = _parameter(layer, path)
+        if p is None:
+            return (f"no parameter {path!r} (attention_output, feed_forward_output, feed_forward_weights, "
+                    "dense_feed_forward_weights)")
+        out.append((role, path, p, kind))
+    if spec.feed_forward_weights:
+        why = _unclaimed(spec, layer, ffn_paths, {id(p) for _, _, p, _ in out})
+        if why:
+            return why
+    return tuple(out)
+
+
+def _match_layer(spec: ArchitectureSpec, path: str, layer: nn.Module) -> Union[str, _Layer]:
+    """One layer's pieces under ``spec``, or the first reason it does not match."""
+    att, ffn = _get(layer, spec.attention_output), _get(layer, spec.feed_forward_output)
+    if att is None or ffn is None:
+        missing = spec.attention_output if att is None else spec.feed_forward_output
+        return f"no module {missing!r} (attention_output, feed_forward_output)"
+    if spec.projection_type and not type(att).__name__ == spec.projection_type == type(ffn).__name__:
+        return (f"output projections are {type(att).__name__}/{type(ffn).__name__}, not "
+                f"{spec.projection_type} (projection_type)")
+    bad = [a for a in spec.unsupported_attributes if getattr(layer, a, False)]
+    if bad:
+        return f"{bad[0]} is set: the residual stream is not the sum this spec describes"
+    why = _check_norms(spec, layer)
+    if why:
+        return why
+    mid = _get(layer, spec.mid_norm)
+    if spec.mid_norm and mid is None:
+        return f"no module {spec.mid_norm!r} (mid_norm)"
+    scaled = _scaled(spec, layer)
+    if isinstance(scaled, str):
+        return scaled
+    att_norm = _get(layer, spec.attention_norm)
+    ffn_norm = _get(layer, spec.feed_forward_norm or spec.mid_norm) if spec.norm_placement != "post" else None
+    if spec.norm_placement == "post":
+        att_norm, ffn_norm = _get(layer, spec.attention_post_norm), _get(layer, spec.feed_forward_post_norm)
+    return _Layer(path, layer, att, ffn, att_norm, ffn_norm, mid,
+                  _get(layer, spec.attention_post_norm) or att, _get(layer, spec.feed_forward_post_norm) or ffn,
+                  scaled)
+
+
+def _layout(spec: ArchitectureSpec, module: nn.Module, parts: List[_Layer], final: nn.Module) -> DecoderLayout:
+    names = {id(p): n for n, p in module.named_parameters()}
+    parallel = spec.parallel or (bool(spec.parallel_attribute)
+                                 and any(getattr(p.layer, spec.parallel_attribute, False) for p in parts))
+    offset = spec.gain_offset if spec.norm_placement != "pre" else 0.0
+    projections = tuple(ResidualProjection(index, role, names[id(param)], param, kind,
+                                           offset if kind == "gain" else 0.0)
+                        for index, part in enumerate(parts) for role, _, param, kind in part.scaled)
+    return DecoderLayout(
+        architecture=spec.name, depth=len(parts), projections=projections,
+        layers=tuple(p.layer for p in parts), layer_paths=tuple(p.path for p in parts),
+        attention_outputs=tuple(p.attention_output for p in parts),
+        feed_forward_outputs=tuple(p.feed_forward_output for p in parts),
+        attention_norms=tuple(p.attention_norm for p in parts),
+        feed_forward_norms=tuple(p.feed_forward_norm for p in parts),
+        mid_norms=tuple(None if parallel else p.mid for p in parts),
+        final_norm=final, parallel_residual=parallel, norm_placement=spec.norm_placement,
+        gain_offset=spec.gain_offset, attention_added=tuple(p.attention_added for p in parts),
+        feed_forward_added=tuple(p.feed_forward_added for p in parts))
+
+
+def _try(spec: ArchitectureSpec, module: nn.Module) -> Union[str, DecoderLayout, None]:
+    """The layout of ``module`` under ``spec``; a reason when a layer container was found but
+    does not match; None when the spec's containers are absent."""
+    reason: Optional[str] = None
     for path in spec.layers:
-        container = _get(module, path)
-        children = _indexed_children(container) if container is not None else None
-        if children is None:  # an empty container is a decoder of depth 0
+        children = _indexed_children(_get(module, path))
+        if children is None:
             continue
-        parts = []
-        for index, (_, key, layer) in enumerate(children):  # depth position, not the key
-            found = [_get(layer, p) for p in (spec.attention_output, spec.feed_forward_output,
-                                              spec.attention_norm)]
-            mid = _get(layer, spec.mid_norm) if spec.mid_norm else None
-            if any(f is None for f in found) or (spec.mid_norm and mid is None):
+        parts: List[_Layer] = []
+        for index, (key, layer) in enumerate(children):  # depth position, not the key
+            part = _match_layer(spec, f"{path}.{key}", layer)
+            if isinstance(part, str):
+                reason = f"{path}.{key}: {part}"
                 break
-            att, ffn, norm = found
-            if spec.projection_type and not (type(att).__name__ == spec.projection_type
-                                             == type(ffn).__name__):
-                break
-            if not (isinstance(getattr(att, "weight", None), nn.Parameter)
-                    and isinstance(getattr(ffn, "weight", None), nn.Parameter)):
-                break
-            parts.append((index, f"{path}.{key}", layer, att, ffn, norm, mid))
+            parts.append(part)
         else:
             parent_path = path.rpartition(".")[0]
             parent = _get(module, parent_path) if parent_path else module
             final = _get(parent, spec.final_norm) if parent is not None else None
             if final is None:
+                reason = f"no final norm {spec.final_norm!r} beside {path} (final_norm)"
                 continue
-            parallel = bool(spec.parallel_attribute) and any(
-                getattr(p[2], spec.parallel_attribute, False) for p in parts)
-            projections = []
-            for index, _, _, att, ffn, _, _ in parts:
-                projections.append(ResidualProjection(index, "attention-output", names[id(att.weight)], att.weight))
-                projections.append(ResidualProjection(index, "feed-forward-output", names[id(ffn.weight)], ffn.weight))
-            return DecoderLayout(
-                architecture=spec.name, depth=len(parts), projections=tuple(projections),
-                layers=tuple(p[2] for p in parts), layer_paths=tuple(p[1] for p in parts),
-                attention_outputs=tuple(p[3] for p in parts),
-                feed_forward_outputs=tuple(p[4] for p in parts),
-                attention_norms=tuple(p[5] for p in parts),
-                feed_forward_norms=tuple(p[6] for p in parts),
-                mid_norms=tuple(None if parallel else p[6] for p in parts),
-                final_norm=final, parallel_residual=parallel)
-    return None
+            why = _gain_mismatch(final, spec.gain_offset)
+            if why:
+                reason = f"{spec.final_norm}: {why}"
+                continue
+            return _layout(spec, module, parts, final)
+    return reason
+
+
+_SPEC_HELP = ("describe it with pydepth.torch.ArchitectureSpec(name, description, layers, attention_output, "
+              "feed_forward_output, attention_norm, mid_norm, final_norm, norm_placement=..., "
+              "attention_post_norm=..., feed_forward_post_norm=...) and pass architecture=spec "
+              "(README, docs/numerics-torch.md §6), or pass patterns= to scale and audit only")
 
 
 def _found_summary(module: nn.Module) -> str:
-    children = [n for n, _ in module.named_children()]
-    matrices = [n for n, p in module.named_parameters() if p.ndim == 2][:6]
-    return (f"top-level modules {children}, first weight matrices {matrices}; recognized "
-            f"architectures: {', '.join(a.name for a in ARCHITECTURES)}")
+    children = [n for n, _ in module.named_children()][:8]
+    matrices = [n for n, p in module.named_parameters() if p.ndim >= 2][:6]
+    stacks = [(n, m) for n, m in module.named_modules() if _indexed_children(m)][:2]
+    found = f"top-level modules {children}, first weight tensors {matrices}"
+    for path, stack in stacks:
+        first = next(iter(stack.children()))
+        parts = [f"{n} ({type(m).__name__})" for n, m in first.named_children()][:10]
+        found += f"; layer stack {path!r} of {len(stack)}, each holding {parts}"
+    return found
+
+
+def _resolve_specs(architecture: Union[None, str, ArchitectureSpec]) -> Sequence[ArchitectureSpec]:
+    if architecture is None:
+        return ARCHITECTURES
+    if isinstance(architecture, ArchitectureSpec):
+        return (architecture,)
+    if isinstance(architecture, str):
+        return (spec_named(architecture),)
+    raise ArchitectureError(f"architecture must be a name or an ArchitectureSpec, got {type(architecture).__name__}")
 
 
 def find_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec] = None) -> DecoderLayout:
     """The decoder layout of ``module``: the first recognized architecture, or the one named.
 
-    Raises :class:`pydepth.ArchitectureError` listing what was found when nothing matches
-    (pass explicit name patterns to :func:`layout_from_patterns` for other models)."""
+    Raises :class:`pydepth.ArchitectureError` saying what was found, why the nearest specs did
+    not match, and which :class:`ArchitectureSpec` fields describe another model."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    if architecture is None:
-        specs: Sequence[ArchitectureSpec] = ARCHITECTURES
-    elif isinstance(architecture, ArchitectureSpec):
-        specs = (architecture,)
-    elif isinstance(architecture, str):
-        if architecture not in _BY_NAME:
-            raise ArchitectureError(f"unknown architecture {architecture!r}; known: {sorted(_BY_NAME)}")
-        specs = (_BY_NAME[architecture],)
-    else:
-        raise ArchitectureError(f"architecture must be a name or an ArchitectureSpec, got {architecture!r}")
+    specs = _resolve_specs(architecture)
+    reasons = []
     for spec in specs:
-        layout = _try(spec, module)
-        if layout is not None:
-            return layout
+        found = _try(spec, module)
+        if isinstance(found, DecoderLayout):
+            return found
+        if found is not None:
+            reasons.append(f"{spec.name}: {found}")
     wanted = "any recognized decoder" if architecture is None else f"architecture {specs[0].name!r}"
-    raise ArchitectureError(f"{type(module).__name__} is not {wanted}: found {_found_summary(module)}; "
-                            "pass name patterns for other models")
+    near = ("; nearest: " + "; ".join(reasons[:3])) if reasons else ""
+    raise ArchitectureError(
+        f"{type(module).__name__} is not {wanted}: found {_found_summary(module)}{near}. Recognized "
+        f"architectures: {', '.join(a.name for a in ARCHITECTURES)}. For another model, {_SPEC_HELP}")
+
+
+def _compile_patterns(patterns: Sequence[str]) -> List["re.Pattern[str]"]:
+    if isinstance(patterns, str) or not patterns:
+        raise ArchitectureError(f"patterns must be a non-empty sequence of regular expressions, got {patterns!r}")
+    compiled = []
+    for pattern in patterns:
+        try:
+            rx = re.compile(pattern)
+        except (re.error, TypeError) as err:
+            raise ArchitectureError(f"pattern {pattern!r} is not a regular expression: {err}") from None
+        if rx.groups < 1:
+            raise ArchitectureError(f"pattern {pattern!r} needs a group capturing the layer index")
+        compiled.append(rx)
+    return compiled
 
 
 def layout_from_patterns(module: nn.Module, patterns: Sequence[str],
@@ -211,19 +518,8 @@ def layout_from_patterns(module: nn.Module, patterns: Sequence[str],
     :class:`pydepth.ArchitectureError`."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    if isinstance(patterns, str) or not patterns:
-        raise ArchitectureError(f"patterns must be a non-empty sequence of regular expressions, got {patterns!r}")
-    compiled = []
-    for pattern in patterns:
-        try:
-            rx = re.compile(pattern)
-        except (re.error, TypeError) as err:
-            raise ArchitectureError(f"pattern {pattern!r} is not a regular expression: {err}") from None
-        if rx.groups < 1:
-            raise ArchitectureError(f"pattern {pattern!r} needs a group capturing the layer index")
-        compiled.append(rx)
     found: List[ResidualProjection] = []
-    for rx in compiled:
+    for rx in _compile_patterns(patterns):
         hits = 0
         for name, param in module.named_parameters():
             m = rx.fullmatch(name)
@@ -257,3 +553,17 @@ def spec_named(name: str) -> ArchitectureSpec:
         raise ArchitectureError(f"unknown architecture {name!r}; known: {sorted(_BY_NAME)}")
     return _BY_NAME[name]
 
+
+def resolve_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec],
+                   patterns: Optional[Sequence[str]], depth: Optional[int]) -> DecoderLayout:
+    """The layout from explicit patterns when given, else from the module's structure; a
+    ``depth`` that differs from the layers found raises :class:`pydepth.ScalingSchemeError`."""
+    if patterns is not None:
+        if architecture is not None:
+            raise ScalingSchemeError("give either architecture or patterns, not both")
+        return layout_from_patterns(module, patterns, depth)
+    layout = find_layout(module, architecture)
+    if depth is not None and depth != layout.depth:
+        raise ScalingSchemeError(f"depth {depth!r} differs from the {layout.depth} layers found in "
+                                 f"the {layout.architecture} module")
+    return layout

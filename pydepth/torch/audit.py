@@ -1,36 +1,42 @@
-"""Initialization audit: every weight matrix's measured standard deviation against what a depth
-scheme predicts, with a verdict that names the usual mistakes (unscaled, double-scaled).
+"""Initialization audit: every weight tensor's measured scale against what a depth scheme
+predicts, which known scheme the residual outputs follow, and a verdict that names the usual
+mistakes (unscaled, double-scaled).
 
-Expected standard deviations: the base for ordinary matrices and ``base * factor`` for the
-residual output projections of :mod:`.architectures`. The base is ``base_std`` when given;
-for pydepth's twin each matrix's Xavier-uniform ``sqrt(2 / (fan_in + fan_out))``; for a
-Hugging Face model its config's ``initializer_range``; otherwise the median measured standard
-deviation of the other matrices.
+Expected scales: the base for ordinary tensors and ``base * factor`` for the tensors depth
+scaling multiplies (:mod:`.architectures`). For matrices (2-D, and fused 3-D expert tensors)
+the scale is the standard deviation and the base is ``base_std`` when given; for pydepth's twin
+each matrix's Xavier-uniform ``sqrt(2 / (fan_in + fan_out))``; for a Hugging Face model its
+config's ``initializer_range``; otherwise the median measured standard deviation of the other
+matrices. For the post-branch norm gains of ``post``/``sandwich`` families the scale is the RMS
+of the effective gain (``1 + weight`` for Gemma) and the base is 1, every family's initial gain.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+import torch
 from torch import nn
 
 from .._checks import as_positive_finite
 from ..errors import ScalingSchemeError
-from .architectures import ArchitectureSpec
-from .scaling import Scheme, resolve_layout, scheme_factors, scheme_name, tensor_std
+from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
+from .marks import recorded_scalings
+from .schemes import KNOWN_AS, SCHEMES, Scheme, fitting_schemes, near, scheme_factors, scheme_name, tensor_std
 
-__all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization"]
+__all__ = ["VERDICTS", "AuditRow", "InitializationAudit", "audit_initialization", "audit_layout",
+           "projection_scale"]
 
-#: Verdicts, in the order they are tried for a residual output projection.
+#: Verdicts, in the order they are tried for a residual output.
 VERDICTS: Tuple[str, ...] = ("ok", "unscaled", "double-scaled", "off")
 
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One weight matrix: role (``residual-output``, ``embedding`` or ``matrix``), layer (residual
-    outputs only), measured and expected standard deviation, their ratio and the verdict."""
+    """One weight tensor: role (``residual-output``, ``embedding`` or ``matrix``), layer (residual
+    outputs only), measured and expected scale, their ratio and the verdict."""
 
     name: str
     role: str
@@ -47,7 +53,11 @@ class AuditRow:
 
 @dataclass(frozen=True)
 class InitializationAudit:
-    """The audit of one module under one scheme; ``rows`` in ``named_parameters()`` order."""
+    """The audit of one module under one scheme; ``rows`` in ``named_parameters()`` order.
+    ``follows`` names the known schemes every residual output fits (``"unscaled"`` when all sit
+    at the base); ``scheme_source`` says where ``scheme`` came from (``argument``, ``recorded``:
+    a scaling recorded on the model or its config, ``detected``: the scheme it follows, or
+    ``default``); ``recorded`` lists the recorded scalings."""
 
     architecture: str
     scheme: str
@@ -55,6 +65,9 @@ class InitializationAudit:
     base_source: str
     tolerance: float
     rows: Tuple[AuditRow, ...]
+    follows: Tuple[str, ...] = ()
+    scheme_source: str = "argument"
+    recorded: Tuple[str, ...] = ()
 
     @property
     def findings(self) -> Tuple[AuditRow, ...]:
@@ -68,35 +81,36 @@ class InitializationAudit:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
+        return {"architecture": self.architecture, "scheme": self.scheme, "scheme_source": self.scheme_source,
+                "depth": self.depth, "follows": list(self.follows), "recorded": list(self.recorded),
                 "base_source": self.base_source, "tolerance": self.tolerance, "ok": self.ok,
                 "rows": [r.to_dict() for r in self.rows]}
 
     def to_table(self) -> str:
         """A plain-text table for people."""
         from ..health import format_table
-        lines = [f"initialization audit: scheme {self.scheme}, {self.architecture}, {self.depth} layers, "
-                 f"base std from {self.base_source}, tolerance {self.tolerance:g} (relative)"]
+        lines = [f"initialization audit: scheme {self.scheme} ({self.scheme_source}), {self.architecture}, "
+                 f"{self.depth} layers, base from {self.base_source}, tolerance {self.tolerance:g} (relative)",
+                 "residual outputs follow: " + (", ".join(f"{n} ({KNOWN_AS.get(n, 'weights at the base')})"
+                                                          for n in self.follows) or "no known scheme")]
+        if self.recorded:
+            lines.append("recorded depth scalings: " + "; ".join(self.recorded))
         body = [(r.name, r.role, f"{r.measured_std:.6g}", f"{r.expected_std:.6g}", f"{r.ratio:.4f}",
                  r.verdict) for r in self.rows]
-        lines += format_table(("tensor", "role", "measured std", "expected std", "ratio", "verdict"), body)
+        lines += format_table(("tensor", "role", "measured", "expected", "ratio", "verdict"), body)
         counts = {v: sum(r.verdict == v for r in self.rows) for v in VERDICTS}
         lines.append("all matrices as the scheme predicts" if self.ok else
                      "FINDINGS: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n and v != "ok"))
         return "\n".join(lines)
 
 
-def _near(ratio: float, target: float, tolerance: float) -> bool:
-    return abs(math.log(ratio / target)) <= math.log1p(tolerance)
-
-
 def _verdict(ratio: float, factor: Optional[float], tolerance: float) -> str:
-    if _near(ratio, 1.0, tolerance):
+    if near(ratio, 1.0, tolerance):
         return "ok"
     if factor is not None:
-        if _near(ratio, 1.0 / factor, tolerance):  # measured ~ base: the factor was skipped
+        if near(ratio, 1.0 / factor, tolerance):  # measured ~ base: the factor was skipped
             return "unscaled"
-        if _near(ratio, factor, tolerance):  # measured ~ base * factor**2
+        if near(ratio, factor, tolerance):  # measured ~ base * factor**2
             return "double-scaled"
     return "off"
 
@@ -105,55 +119,102 @@ def _positive(name: str, value: Any) -> float:
     return as_positive_finite(name, value, ScalingSchemeError)
 
 
-def audit_initialization(module: nn.Module, scheme: Scheme = "1/sqrt(L)",
+def projection_scale(p: ResidualProjection) -> float:
+    """A scaled tensor's scale: the standard deviation of a matrix, the RMS of a norm's effective gain."""
+    if p.kind == "gain":
+        g = p.parameter.detach().to(torch.float64) + p.offset
+        return float(g.square().mean().sqrt())
+    return tensor_std(p.parameter)
+
+
+def _base(module: nn.Module, layout: DecoderLayout, base_std: Optional[float],
+          measured: Dict[str, float], residual: Dict[int, ResidualProjection],
+          matrices: Sequence[Tuple[str, nn.Parameter]]) -> Tuple[Callable[[Tuple[int, ...]], float], str]:
+    """The base scale of a matrix (as a function of its shape) and where it came from."""
+    if base_std is not None:
+        base = _positive("base_std", base_std)
+        return (lambda shape: base), "base_std argument"
+    if layout.architecture == "pydepth-twin":
+        return (lambda shape: math.sqrt(2.0 / float(shape[0] + shape[1]))), \
+            "Xavier-uniform sqrt(2/(fan_in+fan_out)) per matrix"
+    cfg_range = getattr(getattr(module, "config", None), "initializer_range", None)
+    if isinstance(cfg_range, (int, float)) and not isinstance(cfg_range, bool):
+        base = _positive("config.initializer_range", cfg_range)
+        return (lambda shape: base), f"config.initializer_range = {base:g}"
+    others = [measured[n] for n, p in matrices if id(p) not in residual]
+    if not others:
+        raise ScalingSchemeError(f"{type(module).__name__} has no matrix besides the residual "
+                                 "output projections to estimate a base from; pass base_std")
+    base = statistics.median(others)
+    return (lambda shape: base), f"median of the other {len(others)} matrices = {base:.6g}"
+
+
+def _chosen_scheme(scheme: Optional[Scheme], recorded: Sequence[Dict[str, Any]],
+                   follows: Sequence[str]) -> Tuple[Scheme, str]:
+    if scheme is not None:
+        return scheme, "argument"
+    if recorded and recorded[-1].get("scheme") in SCHEMES:
+        return recorded[-1]["scheme"], "recorded"
+    named = [n for n in follows if n in SCHEMES]
+    if named:
+        return named[0], "detected"
+    return "1/sqrt(L)", "default"
+
+
+def audit_initialization(module: nn.Module, scheme: Optional[Scheme] = None,
                          base_std: Optional[float] = None, *,
                          architecture: Union[None, str, ArchitectureSpec] = None,
                          patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                          tolerance: float = 0.2) -> InitializationAudit:
-    """Compares every weight matrix's standard deviation with ``scheme``'s prediction.
+    """Compares every weight tensor's scale with ``scheme``'s prediction and names the known
+    schemes the residual outputs follow.
 
-    A ratio ``measured / expected`` within ``tolerance`` (relative, symmetric in log space) is
-    ``ok``; for residual output projections a ratio near ``1/factor`` is ``unscaled`` and near
-    ``factor`` is ``double-scaled``; anything else is ``off``. Reads the module only."""
+    ``scheme`` defaults to the one recorded on the model (or its config) by
+    :func:`apply_depth_scaling`, else the known scheme it follows, else ``"1/sqrt(L)"``. A ratio
+    ``measured / expected`` within ``tolerance`` (relative, symmetric in log space) is ``ok``;
+    for residual outputs a ratio near ``1/factor`` is ``unscaled`` and near ``factor`` is
+    ``double-scaled``; anything else is ``off``. Reads the module only."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    name = scheme_name(scheme)
+    if scheme is not None:
+        scheme_name(scheme)
     tol = _positive("tolerance", tolerance)
-    layout = resolve_layout(module, architecture, patterns, depth)
-    factors = scheme_factors(scheme, layout.depth)
+    return audit_layout(module, resolve_layout(module, architecture, patterns, depth), scheme, base_std, tol)
+
+
+def audit_layout(module: nn.Module, layout: DecoderLayout, scheme: Optional[Scheme],
+                 base_std: Optional[float], tol: float) -> InitializationAudit:
+    """The audit of ``module`` whose layout is already known (see :func:`audit_initialization`)."""
     residual = {id(p.parameter): p for p in layout.projections}
     embeddings = {id(m.weight) for m in module.modules()
                   if isinstance(m, nn.Embedding) or type(m).__name__ == "_Embedding"}
-    matrices = [(n, p) for n, p in module.named_parameters() if p.ndim == 2 and p.dtype.is_floating_point]
-    measured = {n: tensor_std(p) for n, p in matrices}
+    tensors = [(n, p) for n, p in module.named_parameters()
+               if p.dtype.is_floating_point and (p.ndim >= 2 or id(p) in residual)]
+    matrices = [(n, p) for n, p in tensors if p.ndim >= 2]
+    measured = {n: (projection_scale(residual[id(p)]) if id(p) in residual else tensor_std(p)) for n, p in tensors}
+    base_for, source = _base(module, layout, base_std, measured, residual, matrices)
+    if any(p.kind == "gain" for p in layout.projections):
+        source += "; 1 for post-branch norm gains"
 
-    def base_for(shape: Tuple[int, ...]) -> float:
-        return math.sqrt(2.0 / float(shape[0] + shape[1]))
-
-    per_matrix = False
-    if base_std is not None:
-        base, source = _positive("base_std", base_std), "base_std argument"
-    elif layout.architecture == "pydepth-twin":
-        base, source, per_matrix = 0.0, "Xavier-uniform sqrt(2/(fan_in+fan_out)) per matrix", True
-    elif isinstance(getattr(getattr(module, "config", None), "initializer_range", None), (int, float)):
-        base = _positive("config.initializer_range", module.config.initializer_range)  # type: ignore[union-attr]
-        source = f"config.initializer_range = {base:g}"
-    else:
-        others = [measured[n] for n, p in matrices if id(p) not in residual]
-        if not others:
-            raise ScalingSchemeError(f"{type(module).__name__} has no matrix besides the residual "
-                                     "output projections to estimate a base from; pass base_std")
-        base = statistics.median(others)
-        source = f"median of the other {len(others)} matrices = {base:.6g}"
-    rows: List[AuditRow] = []
-    for n, p in matrices:
+    def expected_base(p: nn.Parameter) -> float:
         proj = residual.get(id(p))
-        b = base_for(tuple(p.shape)) if per_matrix else base
+        return 1.0 if proj is not None and proj.kind == "gain" else base_for(tuple(p.shape))
+
+    ratios = [(residual[id(p)].layer, measured[n] / expected_base(p)) for n, p in tensors if id(p) in residual]
+    follows = fitting_schemes(ratios, layout.depth, tol)
+    recorded = recorded_scalings(module, [p.parameter for p in layout.projections])
+    chosen, chosen_source = _chosen_scheme(scheme, recorded, follows)
+    factors = scheme_factors(chosen, layout.depth)
+    rows: List[AuditRow] = []
+    for n, p in tensors:
+        proj = residual.get(id(p))
         factor = factors[proj.layer] if proj is not None else None
-        expected = b * factor if factor is not None else b
+        expected = expected_base(p) * (factor if factor is not None else 1.0)
         ratio = measured[n] / expected
-        role = ("residual-output" if proj is not None else
-                "embedding" if id(p) in embeddings else "matrix")
+        role = ("residual-output" if proj is not None else "embedding" if id(p) in embeddings else "matrix")
         rows.append(AuditRow(n, role, proj.layer if proj is not None else None, measured[n],
                              expected, ratio, _verdict(ratio, factor, tol) if ratio > 0.0 else "off"))
-    return InitializationAudit(layout.architecture, name, layout.depth, source, tol, tuple(rows))
+    described = tuple(f"{r.get('scheme')} on {r.get('tensors')} tensors of {r.get('architecture')} "
+                      f"({r.get('where')})" for r in recorded)
+    return InitializationAudit(layout.architecture, scheme_name(chosen), layout.depth, source, tol, tuple(rows),
+                               follows=follows, scheme_source=chosen_source, recorded=described)

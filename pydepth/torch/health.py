@@ -14,28 +14,39 @@ from __future__ import annotations
 import contextlib
 import inspect
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from torch import nn
 
 from ..batch import Batch
-from ..errors import (EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
+from ..errors import (ArchitectureError, EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
                       UnsupportedModuleError)
 from ..health import BranchHealthRow, DepthHealthReport, health_report_from_sites, valid_feature_rms
-from .architectures import ArchitectureSpec, DecoderLayout, find_layout
+from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
 
 __all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode"]
 
 
-def _compiled(module: nn.Module) -> Optional[str]:
+def _refuse_unobservable(module: nn.Module) -> None:
+    """Refuses what hooks and autograd cannot observe: compiled modules and inference mode."""
+    if torch.is_inference_mode_enabled():
+        raise UnsupportedModuleError(
+            "observation runs under torch.inference_mode(), where no autograd graph is recorded and "
+            "torch.enable_grad() cannot turn it back on: call observe_residual_health outside the "
+            "inference_mode block (torch.no_grad() around it is fine)")
     if hasattr(module, "_orig_mod"):
-        return type(module).__name__
+        raise UnsupportedModuleError(
+            f"{type(module).__name__} is compiled with torch.compile; hooks on a compiled graph do not see "
+            "the residual stream — observe the original module (compiled._orig_mod)")
     for name, sub in module.named_modules():
         if getattr(sub, "_compiled_call_impl", None) is not None:
-            return name or type(module).__name__
-    return None
+            where = f"submodule {name!r}" if name else type(module).__name__
+            raise UnsupportedModuleError(
+                f"{where} was compiled in place (Module.compile(), torch.compile); hooks on a compiled graph "
+                "do not see the residual stream — observe a copy made before .compile(), or use "
+                "compiled = torch.compile(m) for training and observe m itself")
 
 
 @contextlib.contextmanager
@@ -68,8 +79,13 @@ def _first_tensor(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Option
     return None, ""
 
 
+def _tensor(out: Any) -> Optional[torch.Tensor]:
+    out = out[0] if isinstance(out, (tuple, list)) and out else out
+    return out if isinstance(out, torch.Tensor) else None
+
+
 class _Capture:
-    """Forward hooks that record each residual site once, and branch outputs for their RMS."""
+    """Forward hooks that record each residual site once, and a copy of each branch's addition."""
 
     def __init__(self, layout: DecoderLayout) -> None:
         self.layout = layout
@@ -84,33 +100,37 @@ class _Capture:
         if isinstance(tensor, torch.Tensor):
             self.sites[site] = tensor
 
+    def _branch(self, key: Tuple[int, int], out: Any) -> None:
+        t = _tensor(out)
+        if t is not None:  # a copy: some models add the next branch into this tensor in place
+            self.branches[key] = t.detach().clone()
+
+    def _input_hook(self, mod: nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        h, where = _first_tensor(args, kwargs)
+        if h is None or h.requires_grad:
+            self._put(0, h)
+            return None
+        leaf = h.detach().requires_grad_(True)  # frozen embeddings: the site becomes a leaf
+        self._put(0, leaf)
+        if where == "arg":
+            return (leaf,) + tuple(args[1:]), kwargs
+        return args, {**kwargs, where: leaf}
+
     def install(self) -> None:
         lay = self.layout
         step = 1 if lay.parallel_residual else 2
-
-        def input_hook(mod: nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-            h, where = _first_tensor(args, kwargs)
-            if h is None or h.requires_grad:
-                self._put(0, h)
-                return None
-            leaf = h.detach().requires_grad_(True)  # frozen embeddings: the site becomes a leaf
-            self._put(0, leaf)
-            if where == "arg":
-                return (leaf,) + tuple(args[1:]), kwargs
-            return args, {**kwargs, where: leaf}
-
         first = lay.layers[0] if lay.layers else lay.final_norm
-        self.handles.append(first.register_forward_pre_hook(input_hook, with_kwargs=True))
+        self.handles.append(first.register_forward_pre_hook(self._input_hook, with_kwargs=True))
         for b, layer in enumerate(lay.layers):
             mid = lay.mid_norms[b]
             if mid is not None:
                 self.handles.append(mid.register_forward_pre_hook(
                     lambda m, a, k, s=2 * b + 1: self._put(s, _first_tensor(a, k)[0]), with_kwargs=True))
             self.handles.append(layer.register_forward_hook(
-                lambda m, a, out, s=step * b + step: self._put(s, out[0] if isinstance(out, (tuple, list)) else out)))
-            for kind, proj in ((0, lay.attention_outputs[b]), (1, lay.feed_forward_outputs[b])):
-                self.handles.append(proj.register_forward_hook(
-                    lambda m, a, out, key=(b, kind): self.branches.__setitem__(key, out.detach())))
+                lambda m, a, out, s=step * b + step: self._put(s, _tensor(out))))
+            for kind, added in ((0, lay.attention_added[b]), (1, lay.feed_forward_added[b])):
+                self.handles.append(added.register_forward_hook(
+                    lambda m, a, out, key=(b, kind): self._branch(key, out)))
 
     def remove(self) -> None:
         for h in self.handles:
@@ -122,13 +142,9 @@ def _numpy64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).cpu().numpy()
 
 
-def _gain(norm: Optional[nn.Module]) -> Tuple[float, ...]:
-    if norm is None:
-        return ()
-    g = getattr(norm, "gain", None)
-    if not isinstance(g, torch.Tensor):
-        g = getattr(norm, "weight", None)
-    return tuple(float(v) for v in _numpy64(g).reshape(-1)) if isinstance(g, torch.Tensor) else ()
+def _gain(norm: Optional[nn.Module], offset: float) -> Tuple[float, ...]:
+    g = effective_gain(norm, offset) if norm is not None else None
+    return tuple(float(v) for v in g.cpu().reshape(-1)) if g is not None else ()
 
 
 def _vocabulary(module: nn.Module) -> Optional[int]:
@@ -166,79 +182,178 @@ def _accepts(module: nn.Module, name: str) -> bool:
         return False
 
 
-def _call(module: nn.Module, layout: DecoderLayout, input_ids: Any, labels: Any,
-          attention_mask: Any) -> Tuple[Any, np.ndarray]:
-    """Runs the module's own loss; returns (output, validity mask [B, T])."""
-    if layout.architecture == "pydepth-twin":
-        if attention_mask is not None:
-            raise TokenError("pydepth's twin takes padding through a pydepth.Batch, not attention_mask")
-        if isinstance(input_ids, Batch):
-            return module(input_ids, labels), np.array(input_ids.valid)
-        if labels is None:
-            raise TokenError("targets (labels) are required for a plain token array; pydepth's twin "
-                             "takes targets aligned with the inputs, as in fwd.loss(targets)")
-        out = module(input_ids, labels)
-        return out, np.ones(tuple(np.shape(out.logits)[:2]), dtype=bool)
+@dataclass(frozen=True)
+class _Request:
+    """One observation's checked inputs: ids, labels (-100 ignored), the caller's attention mask
+    (passed to the model unchanged) and the positions whose RMS is taken."""
+
+    ids: torch.Tensor
+    labels: torch.Tensor
+    attention_mask: Optional[torch.Tensor]
+    observed: torch.Tensor  # bool [B, T]
+
+
+def _attention_mask(attention_mask: Any, shape: Tuple[int, ...]) -> Tuple[Optional[torch.Tensor], torch.Tensor]:
+    if attention_mask is None:
+        return None, torch.ones(shape, dtype=torch.bool)
+    am = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(np.asarray(attention_mask))
+    if tuple(am.shape) != shape or not bool(((am == 0) | (am == 1)).all()):
+        raise TokenError(f"attention_mask must be 0/1 of shape {shape}, got shape {tuple(am.shape)}")
+    unmasked = am.to(torch.bool).cpu()
+    if not bool(unmasked.any()):
+        raise EmptyValidityError(f"the attention mask {shape} selects no position")
+    return am, unmasked
+
+
+def _request(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any, shifted: bool) -> _Request:
+    """Checks ids, labels and mask; the observed positions are those the mask keeps that predict
+    a label (``shifted``: position t predicts labels[t + 1], as Hugging Face computes it)."""
     vocab = _vocabulary(module)
     ids = _ids("token id", input_ids, vocab)
-    if attention_mask is None:
-        valid = torch.ones(ids.shape, dtype=torch.bool)
-    else:
-        am = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(np.asarray(attention_mask))
-        if tuple(am.shape) != tuple(ids.shape) or not bool(((am == 0) | (am == 1)).all()):
-            raise TokenError(f"attention_mask must be 0/1 of shape {tuple(ids.shape)}, got shape {tuple(am.shape)}")
-        valid = am.to(torch.bool).cpu()
-        if not bool(valid.any()):
-            raise EmptyValidityError(f"the attention mask {tuple(valid.shape)} selects no position")
+    am, unmasked = _attention_mask(attention_mask, tuple(ids.shape))
     if labels is None:
-        lab = ids.masked_fill(~valid, -100)
+        lab = ids.masked_fill(~unmasked, -100)
     else:
         lab = _ids("label", labels, vocab, ignore=-100)
         if lab.shape != ids.shape:
             raise TokenError(f"labels have shape {tuple(lab.shape)}; input ids have {tuple(ids.shape)}")
     if not bool((lab != -100).any()):
         raise TokenError("every label is -100 (ignored): the mean loss has no target")
-    hf = _accepts(module, "labels")
     targeted = lab != -100
-    if hf:  # Hugging Face shifts labels inside: position t predicts labels[t + 1]
+    if shifted:
         targeted = torch.cat((targeted[:, 1:], torch.zeros_like(targeted[:, :1])), dim=1)
-    valid = valid & targeted
-    if not bool(valid.any()):
-        raise EmptyValidityError(f"no unmasked position of the {tuple(valid.shape)} batch predicts a label")
-    device = next((p.device for p in module.parameters()), torch.device("cpu"))
-    if hf:
-        kwargs: Dict[str, Any] = {"input_ids": ids.to(device), "labels": lab.to(device)}
-        if attention_mask is not None:
-            kwargs["attention_mask"] = valid.to(device).long()
-        if _accepts(module, "use_cache"):
-            kwargs["use_cache"] = False
-        return module(**kwargs), valid.numpy()
+    observed = unmasked & targeted
+    if not bool(observed.any()):
+        raise EmptyValidityError(f"no unmasked position of the {tuple(observed.shape)} batch predicts a label")
+    return _Request(ids, lab, am, observed)
+
+
+def _device(module: nn.Module) -> torch.device:
+    return next((p.device for p in module.parameters()), torch.device("cpu"))
+
+
+def _call_twin(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
+    if attention_mask is not None:
+        raise TokenError("pydepth's twin takes padding through a pydepth.Batch, not attention_mask")
+    if isinstance(input_ids, Batch):
+        return module(input_ids, labels), np.array(input_ids.valid)
+    if labels is None:
+        raise TokenError("targets (labels) are required for a plain token array; pydepth's twin "
+                         "takes targets aligned with the inputs, as in fwd.loss(targets)")
+    out = module(input_ids, labels)
+    return out, np.ones(tuple(np.shape(out.logits)[:2]), dtype=bool)
+
+
+def _call_hf(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
+    req = _request(module, input_ids, labels, attention_mask, shifted=True)
+    device = _device(module)
+    kwargs: Dict[str, Any] = {"input_ids": req.ids.to(device), "labels": req.labels.to(device)}
+    if req.attention_mask is not None:  # the caller's mask, unchanged: labels only select the RMS
+        kwargs["attention_mask"] = req.attention_mask.to(device)
+    if _accepts(module, "use_cache"):
+        kwargs["use_cache"] = False
+    return module(**kwargs), req.observed.numpy()
+
+
+def _call_plain(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
     if attention_mask is not None:
         raise TokenError(f"{type(module).__name__} takes no attention_mask; observe unpadded rows")
+    req = _request(module, input_ids, labels, None, shifted=False)
     try:
-        inspect.signature(module.forward).bind(ids, lab)
+        inspect.signature(module.forward).bind(req.ids, req.labels)
     except TypeError:
         raise UnsupportedModuleError(
             f"{type(module).__name__}.forward does not take (input_ids, labels); observation needs the "
             "module's own mean loss") from None
     except ValueError:
         pass  # no signature to check (a builtin): let the call decide
-    return module(ids.to(device), lab.to(device)), valid.numpy()
+    device = _device(module)
+    return module(req.ids.to(device), req.labels.to(device)), req.observed.numpy()
+
+
+#: How each kind of module is called for its own mean loss: (convention, applies, call), first match.
+_Call = Callable[..., Tuple[Any, np.ndarray]]
+_CONVENTIONS: Tuple[Tuple[str, Callable[[nn.Module, DecoderLayout], bool], _Call], ...] = (
+    ("pydepth twin: forward(tokens or Batch, targets aligned with the inputs)",
+     lambda m, lay: lay.architecture == "pydepth-twin", _call_twin),
+    ("Hugging Face: forward(input_ids=, labels=, attention_mask=), labels shifted inside",
+     lambda m, lay: _accepts(m, "input_ids") and _accepts(m, "labels"), _call_hf),
+    ("forward(input_ids, labels) returning the mean loss", lambda m, lay: True, _call_plain),
+)
+
+
+def _call(module: nn.Module, layout: DecoderLayout, input_ids: Any, labels: Any,
+          attention_mask: Any) -> Tuple[Any, np.ndarray]:
+    """Runs the module's own loss by its convention; returns (output, observed positions [B, T])."""
+    for _, applies, call in _CONVENTIONS:
+        if applies(module, layout):
+            return call(module, input_ids, labels, attention_mask)
+    raise AssertionError("the last convention applies to every module")
 
 
 def _loss(out: Any, module: nn.Module) -> torch.Tensor:
     loss = getattr(out, "loss", None)
-    if loss is None and isinstance(out, (tuple, list)) and out and isinstance(out[-1], torch.Tensor):
-        loss = out[-1]
+    if loss is None and isinstance(out, (tuple, list)):
+        scalars = [i for i, item in enumerate(out) if isinstance(item, torch.Tensor) and item.numel() == 1]
+        if len(scalars) > 1:
+            raise UnsupportedModuleError(
+                f"{type(module).__name__} returned a {type(out).__name__} with scalar tensors at positions "
+                f"{scalars}; observation cannot tell which is the mean loss — return it alone or as .loss")
+        loss = out[scalars[0]] if scalars else None
     if loss is None and isinstance(out, torch.Tensor):
         loss = out
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        shapes = ([tuple(i.shape) if isinstance(i, torch.Tensor) else type(i).__name__ for i in out]
+                  if isinstance(out, (tuple, list)) else type(out).__name__)
         raise UnsupportedModuleError(
-            f"{type(module).__name__} returned no scalar loss ({type(out).__name__}); observation needs "
-            "a module whose forward(input_ids, labels) returns the mean loss (.loss, last tuple item or a scalar)")
+            f"{type(module).__name__} returned no scalar loss (got {shapes}); observation needs a module "
+            "whose forward(input_ids, labels) returns the mean loss (as .loss, as the one scalar of a "
+            "tuple such as (loss, logits) or (logits, loss), or alone)")
     if not bool(torch.isfinite(loss.detach()).all()):
         raise NonFiniteValueError(f"the mean loss is {float(loss.detach())!r}")
     return loss.reshape(())
+
+
+def _sum_error(total: torch.Tensor, parts: Sequence[torch.Tensor]) -> Tuple[float, float]:
+    """Largest ``|total - sum(parts)|`` and the largest ``sum(|parts|)``, in float64."""
+    t = total.detach().to(torch.float64)
+    acc = torch.zeros_like(t)
+    scale = torch.zeros_like(t)
+    for p in parts:
+        p64 = p.detach().to(torch.float64)
+        acc = acc + p64
+        scale = scale + p64.abs()
+    return float((t - acc).abs().max()), float(scale.max())
+
+
+def _check_residual_sums(layout: DecoderLayout, sites: Sequence[torch.Tensor],
+                         branches: Dict[Tuple[int, int], torch.Tensor], module: nn.Module) -> None:
+    """Each site must be the previous one plus the branch added in between (to rounding): the
+    structure the layout assumed is the one the forward ran, or observation is refused."""
+    for b in range(layout.depth):
+        if (b, 0) not in branches or (b, 1) not in branches:
+            raise ArchitectureError(f"layer {b} of {type(module).__name__} did not run both branches of its "
+                                    f"{layout.architecture} layout")
+        if layout.parallel_residual:
+            checks = [(b + 1, [sites[b], branches[(b, 0)], branches[(b, 1)]], "input + attention + feed-forward")]
+        else:
+            checks = [(2 * b + 1, [sites[2 * b], branches[(b, 0)]], "input + attention branch"),
+                      (2 * b + 2, [sites[2 * b + 1], branches[(b, 1)]], "mid state + feed-forward branch")]
+        for site, parts, what in checks:
+            shapes = [tuple(t.shape) for t in [sites[site], *parts]]
+            if len(set(shapes)) > 1:
+                raise ArchitectureError(
+                    f"{type(module).__name__} as run does not keep the residual stream in one shape: site {site} "
+                    f"(layer {b}) and the tensors it should sum ({what}) have shapes {shapes}; observation needs "
+                    "[batch, tokens, width] at every site and branch output")
+            err, scale = _sum_error(sites[site], parts)
+            eps = torch.finfo(sites[site].dtype).eps
+            if not err <= 8.0 * eps * scale + torch.finfo(sites[site].dtype).tiny:
+                raise ArchitectureError(
+                    f"{type(module).__name__} is not a {layout.architecture} decoder as run: residual site "
+                    f"{site} (layer {b}) is not {what} (largest difference {err:.3g} at scale {scale:.3g}); "
+                    "its norms or additions sit elsewhere — describe it with an ArchitectureSpec "
+                    "(norm_placement, attention_post_norm, feed_forward_post_norm, mid_norm) and pass architecture=")
 
 
 @dataclass(frozen=True)
@@ -259,11 +374,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
     residual sites only (see :func:`observe_residual_health` for the arguments and refusals)."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    compiled = _compiled(module)
-    if compiled is not None:
-        raise UnsupportedModuleError(
-            f"{compiled} is compiled with torch.compile; hooks on a compiled graph do not see the "
-            "residual stream — observe the original module (compiled._orig_mod)")
+    _refuse_unobservable(module)
     layout = find_layout(module, architecture)
     capture = _Capture(layout)
     with probe_mode(module):
@@ -279,6 +390,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
                 f"captured residual sites {sorted(capture.sites)} (site {capture.duplicate} twice) in one "
                 f"forward of {type(module).__name__}; expected 0..{expected - 1}")
         sites = [capture.sites[i] for i in range(expected)]
+        _check_residual_sums(layout, sites, capture.branches, module)
         for i, s in enumerate(sites):
             if not s.requires_grad:
                 raise MissingAdjointError(f"site {i} does not depend on a tensor that requires grad")
@@ -318,9 +430,9 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
                                                                what=f"block {b} attention output"),
                         feed_forward_output_rms=valid_feature_rms(_numpy64(probe.branches[(b, 1)]), valid,
                                                                   what=f"block {b} feed-forward output"),
-                        attention_norm_gain=_gain(layout.attention_norms[b]),
-                        feed_forward_norm_gain=_gain(layout.feed_forward_norms[b]))
+                        attention_norm_gain=_gain(layout.attention_norms[b], layout.gain_offset),
+                        feed_forward_norm_gain=_gain(layout.feed_forward_norms[b], layout.gain_offset))
         for b in range(layout.depth))
     return health_report_from_sites([_numpy64(s) for s in probe.sites], [_numpy64(g) for g in probe.adjoints],
                                     valid, band=band, labels=site_labels, branches=branches,
-                                    final_norm_gain=_gain(layout.final_norm))
+                                    final_norm_gain=_gain(layout.final_norm, layout.gain_offset))

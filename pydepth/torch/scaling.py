@@ -1,86 +1,40 @@
-"""Depth scaling of the residual output projections of any recognized decoder, in place, once.
+"""Depth scaling of the residual outputs of any recognized decoder, in place, once.
 
 The schemes the field uses differ in formula and in the tensors they touch; here the tensors
-come from :mod:`.architectures` and the formula from :func:`scheme_factors`:
+come from :mod:`.architectures` and the formula from :mod:`.schemes` (``"1/sqrt(L)"``,
+``"1/sqrt(2L)"`` alias ``"megatron"``, ``"per-layer"`` alias ``"torchtitan"``, or a callable
+``(layer_index, depth) -> factor``). For pre-norm layers the tensors are the output
+projections' weights (every expert's, fused 3-D tensors included); where a norm follows each
+branch (``post``, ``sandwich``: OLMo2, Gemma2, Gemma3) that norm sets the scale of what the
+branch adds, so its effective gain is scaled instead.
 
-* ``"1/sqrt(L)"`` — this project's policy (chapter 6), the same factor as
-  :class:`pydepth.DepthScalePolicy`;
-* ``"1/sqrt(2L)"`` — GPT-2, nanoGPT, Megatron (two residual additions per layer);
-* ``"per-layer"`` — ``1/sqrt(2(l+1))`` for layer ``l`` (0-based): torchtitan's depth init and
-  OLMo's "mitchell" init;
-* a callable ``(layer_index, depth) -> factor``.
+A repeat is refused: the scaling is recorded on the module, on each scaled parameter and in a
+Hugging Face config (:mod:`.marks`, so ``save_pretrained``/``from_pretrained`` keep it), and
+weights that already follow a scaled scheme (a copy loaded with ``load_state_dict``, a stock
+GPT-2) are caught by the audit.
 """
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
 
 from ..errors import AlreadyScaledError, ScalingSchemeError
-from .architectures import ArchitectureSpec, DecoderLayout, find_layout, layout_from_patterns
+from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
+from .audit import audit_layout, projection_scale
+from .marks import leave_mark, module_records, recorded_scalings
+from .schemes import SCHEMES, Scheme, scheme_factors, scheme_name, tensor_std
 
 __all__ = ["SCHEMES", "Scheme", "scheme_factors", "scheme_name", "tensor_std", "ScaledTensor",
-           "DepthScalingRecord", "apply_depth_scaling", "scaling_history"]
-
-#: The named schemes; a callable ``(layer_index, depth) -> factor`` is accepted as well.
-SCHEMES: Tuple[str, ...] = ("1/sqrt(L)", "1/sqrt(2L)", "per-layer")
-
-Scheme = Union[str, Callable[[int, int], float]]
-
-_MARKER = "_pydepth_depth_scaling"  # module attribute holding the records of applied scalings
-
-
-def scheme_name(scheme: Scheme) -> str:
-    """The scheme's name (a callable's qualified name)."""
-    if isinstance(scheme, str):
-        if scheme not in SCHEMES:
-            raise ScalingSchemeError(f"unknown scheme {scheme!r}; use one of {list(SCHEMES)} or a "
-                                     "callable (layer_index, depth) -> factor")
-        return scheme
-    if callable(scheme):
-        return f"callable {getattr(scheme, '__qualname__', type(scheme).__name__)}"
-    raise ScalingSchemeError(f"scheme must be one of {list(SCHEMES)} or a callable, got {scheme!r}")
-
-
-def scheme_factors(scheme: Scheme, depth: int) -> Tuple[float, ...]:
-    """The factor of every layer ``0 .. depth-1`` under ``scheme``; each is checked positive and
-    finite (:class:`pydepth.ScalingSchemeError` names the layer and the value otherwise)."""
-    scheme_name(scheme)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
-        raise ScalingSchemeError(f"depth must be a positive integer, got {depth!r}")
-    out: List[float] = []
-    for layer in range(depth):
-        if scheme == "1/sqrt(L)":
-            f: Any = 1.0 / math.sqrt(float(depth))
-        elif scheme == "1/sqrt(2L)":
-            f = 1.0 / math.sqrt(2.0 * float(depth))
-        elif scheme == "per-layer":
-            f = 1.0 / math.sqrt(2.0 * float(layer + 1))
-        else:
-            f = scheme(layer, depth)  # type: ignore[operator]
-        if isinstance(f, bool) or not isinstance(f, numbers.Real):
-            raise ScalingSchemeError(f"scheme {scheme_name(scheme)} gave {f!r} for layer {layer}; "
-                                     "a factor must be a real number")
-        f = float(f)
-        if not (math.isfinite(f) and f > 0.0):
-            raise ScalingSchemeError(f"scheme {scheme_name(scheme)} gave factor {f!r} for layer {layer} "
-                                     f"of {depth}; a factor must be positive and finite")
-        out.append(f)
-    return tuple(out)
-
-
-def tensor_std(tensor: torch.Tensor) -> float:
-    """Population standard deviation of all elements, computed in float64."""
-    return float(tensor.detach().to(torch.float64).std(correction=0))
+           "DepthScalingRecord", "apply_depth_scaling", "scaling_history", "resolve_layout"]
 
 
 @dataclass(frozen=True)
 class ScaledTensor:
-    """One scaled tensor: name, layer, role, factor and standard deviation before and after."""
+    """One scaled tensor: name, layer, role, factor and scale before and after (the standard
+    deviation of a matrix; the RMS of the effective gain of a norm, ``kind == "gain"``)."""
 
     name: str
     layer: int
@@ -88,6 +42,7 @@ class ScaledTensor:
     factor: float
     std_before: float
     std_after: float
+    kind: str = "matrix"
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
@@ -104,6 +59,11 @@ class DepthScalingRecord:
     tensors: Tuple[ScaledTensor, ...]
     forced: bool = False
 
+    def summary(self) -> Dict[str, Any]:
+        """The short form kept in a model's config: scheme, architecture, depth, tensor count."""
+        return {"scheme": self.scheme, "architecture": self.architecture, "depth": self.depth,
+                "tensors": len(self.tensors), "forced": self.forced}
+
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
         return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
@@ -116,42 +76,54 @@ class DepthScalingRecord:
                 f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
         body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
                  f"{t.std_after:.6g}") for t in self.tensors]
-        return "\n".join([head] + format_table(("tensor", "role", "layer", "factor", "std before",
-                                                  "std after"), body))
+        return "\n".join([head] + format_table(("tensor", "role", "layer", "factor", "scale before",
+                                                  "scale after"), body))
 
 
 def scaling_history(module: nn.Module) -> Tuple[DepthScalingRecord, ...]:
-    """The depth scalings already applied to ``module`` through :func:`apply_depth_scaling`."""
-    return tuple(getattr(module, _MARKER, ()))
+    """The depth scalings applied to this module object through :func:`apply_depth_scaling`."""
+    return module_records(module)
 
 
-def resolve_layout(module: nn.Module, architecture: Union[None, str, ArchitectureSpec],
-                   patterns: Optional[Sequence[str]], depth: Optional[int]) -> DecoderLayout:
-    """The layout from explicit patterns when given, else from the module's structure."""
-    if patterns is not None:
-        if architecture is not None:
-            raise ScalingSchemeError("give either architecture or patterns, not both")
-        return layout_from_patterns(module, patterns, depth)
-    layout = find_layout(module, architecture)
-    if depth is not None and depth != layout.depth:
-        raise ScalingSchemeError(f"depth {depth!r} differs from the {layout.depth} layers found in "
-                                 f"the {layout.architecture} module")
-    return layout
+def _previous(module: nn.Module, layout: DecoderLayout) -> Optional[str]:
+    """Why ``module`` looks depth-scaled already (None when nothing says so)."""
+    recorded = recorded_scalings(module, [p.parameter for p in layout.projections])
+    if recorded:
+        last = recorded[-1]
+        return (f"was already depth-scaled ({last.get('scheme')} on {last.get('tensors')} tensors of "
+                f"{last.get('architecture')}, recorded on the {last.get('where')})")
+    if layout.architecture == "patterns" or not layout.projections:
+        return None
+    try:
+        follows = [n for n in audit_layout(module, layout, "1/sqrt(L)", None, 0.2).follows if n in SCHEMES]
+    except ScalingSchemeError:  # no base to compare with: nothing to say
+        return None
+    if follows:
+        return (f"has residual outputs that already follow {follows[0]} (audit_initialization; e.g. a stock "
+                "initialization that scales them, or scaled weights loaded with load_state_dict)")
+    return None
+
+
+def _multiply(p: ResidualProjection, factor: float) -> None:
+    if p.kind == "gain" and p.offset:  # the effective gain offset + w becomes factor * (offset + w)
+        p.parameter.add_(p.offset).mul_(factor).sub_(p.offset)
+    else:
+        p.parameter.mul_(factor)
 
 
 def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
                         architecture: Union[None, str, ArchitectureSpec] = None,
                         patterns: Optional[Sequence[str]] = None, depth: Optional[int] = None,
                         force: bool = False) -> DepthScalingRecord:
-    """Multiplies every residual output projection of ``module`` in place (under ``no_grad``)
-    by its layer's factor under ``scheme`` and returns the record.
+    """Multiplies every residual output of ``module`` in place (under ``no_grad``) by its layer's
+    factor under ``scheme`` and returns the record.
 
     The tensors come from the module's recognized architecture (or ``architecture=``), or from
     ``patterns`` (regular expressions whose first group captures the layer index) for other
     models; ``depth`` defaults to the layers found. Every factor is computed and checked before
-    any tensor changes. A second application to the same module raises
-    :class:`pydepth.AlreadyScaledError` unless ``force=True``: double scaling is the bug this
-    guards against."""
+    any tensor changes. A repeat raises :class:`pydepth.AlreadyScaledError` unless
+    ``force=True``: a scaling recorded on the module, its parameters or its config, or weights
+    that already follow a scaled scheme by the audit. Double scaling is the bug this guards against."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if not isinstance(force, bool):
@@ -159,23 +131,20 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
     name = scheme_name(scheme)
     layout = resolve_layout(module, architecture, patterns, depth)
     factors = scheme_factors(scheme, layout.depth)
-    history = scaling_history(module)
-    if history and not force:
-        last = history[-1]
-        raise AlreadyScaledError(
-            f"{type(module).__name__} was already depth-scaled ({last.scheme} on {len(last.tensors)} "
-            f"tensors of {last.architecture}); scaling again multiplies the factors — pass force=True "
-            "if that is what you want")
     for p in layout.projections:
         if not p.parameter.dtype.is_floating_point:
             raise ScalingSchemeError(f"{p.name} has dtype {p.parameter.dtype}; only floating tensors can be scaled")
-    before = [tensor_std(p.parameter) for p in layout.projections]
+    previous = _previous(module, layout)
+    if previous is not None and not force:
+        raise AlreadyScaledError(f"{type(module).__name__} {previous}; scaling again multiplies the factors — "
+                                 "pass force=True if that is what you want")
+    before = [projection_scale(p) for p in layout.projections]
     rows = []
     with torch.no_grad():
-        for p, std in zip(layout.projections, before):
+        for p, scale in zip(layout.projections, before):
             factor = factors[p.layer]
-            p.parameter.mul_(factor)
-            rows.append(ScaledTensor(p.name, p.layer, p.role, factor, std, tensor_std(p.parameter)))
-    record = DepthScalingRecord(layout.architecture, name, layout.depth, tuple(rows), forced=bool(history))
-    object.__setattr__(module, _MARKER, history + (record,))
+            _multiply(p, factor)
+            rows.append(ScaledTensor(p.name, p.layer, p.role, factor, scale, projection_scale(p), p.kind))
+    record = DepthScalingRecord(layout.architecture, name, layout.depth, tuple(rows), forced=previous is not None)
+    leave_mark(module, [p.parameter for p in layout.projections], record)
     return record

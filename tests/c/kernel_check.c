@@ -1,4 +1,4 @@
-/* Every available product path (baseline, avx2, avx512) at one and several threads against
+/* Every available product path (baseline, avx2, avx512, neon) at one and several threads against
  * the reference-order loops pd_mm_ref, bit for bit, on shapes with edge tiles, several
  * k-blocks, the parallel split and the unpacked small products, with tight and padded leading
  * dimensions. No Python at run time; exit status 0 only when all match. */
@@ -26,7 +26,7 @@ static int same_bits(const double *a, const double *b, size_t n, size_t *where) 
 int main(void) {
     static const size_t shapes[][3] = {{7, 5, 9},     {37, 300, 41}, {130, 600, 70}, {64, 513, 200},
                                        {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63}};
-    static const char *const paths[] = {"baseline", "avx2", "avx512"};
+    static const char *const paths[] = {"baseline", "avx2", "avx512", "neon"};
     static const int threads[] = {1, 3};
     int bad = 0, runs = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
