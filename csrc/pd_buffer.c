@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_buffer.h"
+#include "platform/pd_fork.h"
 #include "pd_tensor.h"
 #include "platform/pd_alloc.h"
 #include "platform/pd_thread.h"
@@ -22,6 +23,11 @@ static unsigned long g_age[PD_BUF_SLOTS], g_clock;
 
 static size_t *header(void *raw) { return raw; }
 
+/* A fork while another thread holds g_mu would leave the child's copy locked forever. */
+void pd_buf_atfork_prepare(void) { pd_mutex_lock(&g_mu); }
+void pd_buf_atfork_parent(void) { pd_mutex_unlock(&g_mu); }
+void pd_buf_atfork_child(void) { pd_mutex_unlock(&g_mu); }
+
 double *pd_buf_get(size_t n, int zero, pd_error *e) {
     size_t bytes;
     if (!pd_mul_ok(n ? n : 1, sizeof(double), &bytes) || bytes > SIZE_MAX - PD_BUF_HEADER) {
@@ -30,6 +36,7 @@ double *pd_buf_get(size_t n, int zero, pd_error *e) {
     }
     void *raw = NULL;
     if (bytes >= PD_BUF_MIN_BYTES) {
+        pd_fork_guard();
         pd_mutex_lock(&g_mu);
         int best = -1;
         /* best fit that wastes at most a quarter of the parked block */
@@ -70,6 +77,7 @@ void pd_buf_put(double *p) {
         pd_aligned_free(raw);
         return;
     }
+    pd_fork_guard();
     pd_mutex_lock(&g_mu);
     int slot = 0;
     for (int i = 0; i < PD_BUF_SLOTS; i++) {

@@ -6,19 +6,16 @@ Writes are atomic (temporary file, fsync, rename); loads check everything before
 anything and raise a typed CheckpointError on any defect."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import struct
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
-import safetensors
-import safetensors.numpy
 
+from ._files import container
+from ._files.atomic import write_atomically
 from ._native._core import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
@@ -104,12 +101,28 @@ def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthIni
     if optimizer is not None:
         meta["optimizer"] = _optimizer_meta(model, optimizer, tensors)
     meta["extra"] = extra
+    header = _encode_header(tensors, meta)
+
+    def write(fh: Any) -> None:
+        fh.write(header)
+        for chunk in container.tensor_bytes(tensors):
+            fh.write(chunk)
+    write_atomically(os.fspath(path), write)
+
+
+def _encode_header(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> bytes:
     try:
         text = json.dumps(meta, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as err:
-        raise CheckpointError(f"checkpoint metadata is not plain JSON (extra={extra!r}): {err}") from None
-    data = safetensors.numpy.save(tensors, metadata={"format": "pt", "pydepth": text})
-    _write_atomically(os.fspath(path), data)
+        raise CheckpointError(f"checkpoint metadata is not plain JSON (extra={str(meta['extra'])[:80]!r}): "
+                              f"{err}") from None
+    except RecursionError:
+        raise CheckpointError("checkpoint extra nests too deeply to be stored as JSON") from None
+    header = container.encode_header(tensors, {"format": "pt", "pydepth": text})
+    if len(header) - 8 > container.MAX_HEADER_BYTES:
+        raise CheckpointError(f"checkpoint metadata of {len(text)} bytes (extra: {len(json.dumps(meta['extra']))} "
+                              f"bytes) exceeds the {container.MAX_HEADER_BYTES}-byte header limit of safetensors")
+    return header
 
 
 def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
@@ -129,36 +142,18 @@ def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Di
             "step": state["step"], "slots": list(optimizer.slot_names)}
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pydepth-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
     """Reads a checkpoint written by save(); every part is checked before the model is built."""
-    with open(os.fspath(path), "rb") as f:
-        data = f.read()
-    meta = _read_metadata(data, os.fspath(path))
-    try:
-        tensors = safetensors.numpy.load(data)
-    except (safetensors.SafetensorError, ValueError, TypeError) as err:
-        raise CheckpointFormatError(f"{path}: not a valid safetensors file: {err}") from None
+    file = container.parse(container.read_regular_file(os.fspath(path)), os.fspath(path))
+    meta = _read_metadata(file.metadata, os.fspath(path))
+    tensors = file.tensors
     try:
         config = DecoderConfig.from_dict(meta["config"]) if isinstance(meta["config"], Mapping) else None
     except ConfigError as err:
         raise CheckpointFormatError(f"{path}: metadata config is invalid: {err}") from None
     if config is None:
-        raise CheckpointFormatError(f"{path}: metadata config must be an object, got {meta['config']!r}")
+        raise CheckpointFormatError(f"{path}: metadata config must be an object, got {str(meta['config'])[:80]}")
+    _check_claim(path, config, tensors, meta["optimizer"])
     params = _parameter_tensors(path, config, tensors, meta["optimizer"])
     try:
         model = DecoderModel.from_state_dict(config, params)
@@ -174,26 +169,16 @@ def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
                       meta["numerics_contract"])
 
 
-def _read_metadata(data: bytes, path: str) -> Dict[str, Any]:
-    if len(data) < 8:
-        raise CheckpointFormatError(f"{path}: truncated: {len(data)} bytes, the header length alone needs 8")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > len(data) - 8:
-        raise CheckpointFormatError(f"{path}: header length {n} exceeds the {len(data) - 8} bytes after it "
-                                    "(truncated file or wrong header length)")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise CheckpointFormatError(f"{path}: the {n}-byte header is not JSON (wrong header length?)") from None
-    if not isinstance(header, dict) or not isinstance(header.get("__metadata__"), dict):
-        raise CheckpointFormatError(f"{path}: the header has no __metadata__ object; not a pydepth checkpoint")
-    text = header["__metadata__"].get("pydepth")
+def _read_metadata(metadata: Mapping[str, str], path: str) -> Dict[str, Any]:
+    text = metadata.get("pydepth")
     if not isinstance(text, str):
         raise CheckpointFormatError(f"{path}: __metadata__ has no 'pydepth' entry; not a pydepth checkpoint")
     try:
         meta = json.loads(text)
     except ValueError:
         raise CheckpointFormatError(f"{path}: the pydepth metadata entry is not JSON: {text[:60]!r}") from None
+    except RecursionError:
+        raise CheckpointFormatError(f"{path}: the pydepth metadata entry nests JSON too deeply") from None
     if not isinstance(meta, dict):
         raise CheckpointFormatError(f"{path}: the pydepth metadata must be a JSON object, got {type(meta).__name__}")
     for key, ours in (("checkpoint_format", CHECKPOINT_FORMAT), ("numerics_contract", NUMERICS_CONTRACT_VERSION)):
@@ -209,6 +194,16 @@ def _read_metadata(data: bytes, path: str) -> Dict[str, Any]:
     if not isinstance(meta["pydepth_version"], str):
         raise CheckpointFormatError(f"{path}: metadata pydepth_version must be a string")
     return meta
+
+
+def _check_claim(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndarray], opt_meta: Any) -> None:
+    """Refuses a config claiming far more parameter tensors than the file holds, from arithmetic
+    alone, so the claim's layout is only ever built at a size bounded by the file's."""
+    held = sum(1 for k in tensors if not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
+    claimed = config.parameter_tensor_count
+    if claimed > 2 * held + 16:  # within this margin the per-name checks below name what is missing
+        raise CheckpointMismatchError(f"{path}: the config ({config.layers} layers) needs {claimed} parameter "
+                                      f"tensors; the file holds {held}")
 
 
 def _parameter_tensors(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndarray],
@@ -240,6 +235,10 @@ def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.nd
     keys = {"optimizer", "hyperparameters", "step", "slots"}
     if not isinstance(opt_meta, dict) or set(opt_meta) != keys or not isinstance(opt_meta["slots"], list):
         raise CheckpointFormatError(f"{path}: metadata optimizer must be an object with keys {sorted(keys)}")
+    names = opt_meta["slots"]
+    if len(names) > 2 or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+        raise CheckpointFormatError(f"{path}: metadata optimizer slots must be distinct slot names, "
+                                    f"got {str(names)[:80]}")
     slots: Dict[str, Dict[str, np.ndarray]] = {}
     expected = set()
     for p in model.parameters:

@@ -108,6 +108,15 @@ class DecoderConfig:
                 "max_positions": self.max_positions, "rope_base": self.rope_base,
                 "rms_epsilon": self.rms_epsilon}
 
+    def __reduce__(self) -> tuple:
+        return (_from_pickle, (self.to_dict(),))
+
+    def __setstate__(self, state: Any) -> None:
+        """Pickles written with the default object state are validated like construction."""
+        checked = DecoderConfig.from_dict(state)
+        for name, value in checked.to_dict().items():
+            object.__setattr__(self, name, value)
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DecoderConfig:
         """Builds a config from to_dict() output (or a reference-trace config)."""
@@ -123,3 +132,8 @@ class DecoderConfig:
             raise ConfigError(f"config has unknown keys {sorted(unknown)}")
         return cls(*(d[k] for k in required), kv_heads=d.get("kv_heads"),
                    rope_base=d.get("rope_base", 10000.0), rms_epsilon=d.get("rms_epsilon", 1e-6))
+
+
+def _from_pickle(d: Mapping[str, Any]) -> DecoderConfig:
+    """Unpickling runs every check of construction (a pickle is untrusted input too)."""
+    return DecoderConfig.from_dict(d)

@@ -223,6 +223,11 @@ class CheckpointMismatchError(CheckpointError, ValueError):
     construction record and model."""
 
 
+class CheckpointFileError(CheckpointError, OSError):
+    """The checkpoint path cannot be read or written as a regular file: empty, a directory, a
+    FIFO or device, missing, or the write failed (disk full, read-only); the old file is kept."""
+
+
 class CheckpointVersionError(CheckpointError):
     """The checkpoint was written under a newer checkpoint format or numerics contract."""
 

@@ -17,7 +17,10 @@ from .model import NamedParameter
 Schedule = Callable[[int], float]
 LearningRate = Union[float, Schedule]
 
-__all__ = ["Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
+#: Most updates an optimizer counts: the bias correction uses the step as an exact float64.
+MAX_STEP = 2**53
+
+__all__ = ["MAX_STEP", "Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
 
 
 def _status(ident: str) -> int:
@@ -121,6 +124,7 @@ class Optimizer:
     """Base of the core-stepped optimizers: one C call updates every parameter, all or nothing."""
 
     _kind = ""        # the core's name for the update
+    _nonnegative_slots: Tuple[str, ...] = ()  # slots that accumulate squares
     _fields: Tuple[str, ...] = ()  # hyperparameters in the core's order (lr first)
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float]) -> None:
@@ -180,7 +184,10 @@ class Optimizer:
     def step(self) -> None:
         """One update of every parameter from its accumulated gradient. A result that would be
         NaN or infinite refuses the whole step: no value, slot, revision or step count changes."""
+        if self._step >= MAX_STEP:
+            raise OptimizerStateError(f"{type(self).__name__} has taken {self._step} steps, the most it counts")
         lr = self._current_lr(self._step)
+        self._check(lr)
         slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
         try:
             _core.optim_step(self._kind, [p._p for p in self._params], slots,
@@ -218,9 +225,12 @@ class Optimizer:
             raise OptimizerStateError(f"optimizer hyperparameters {state['hyperparameters']!r}: {err}") from None
         try:
             step = _count("step", state["step"])
+            if step > MAX_STEP:
+                raise InvalidHyperparameterError(
+                    f"step must be at most 2**53 (the steps an optimizer counts), got {step}")
         except InvalidHyperparameterError as err:
             raise OptimizerStateError(str(err)) from None
-        slots = _checked_slots(state["slots"], self._params, fresh.slot_names)
+        slots = _checked_slots(state["slots"], self._params, fresh.slot_names, fresh._nonnegative_slots)
         self._lr, self._hyper, self._step = fresh._lr, fresh._hyper, step
         self._slots = {n: tuple(np.ascontiguousarray(a) for a in s) for n, s in slots.items()}
 
@@ -245,6 +255,11 @@ class Optimizer:
             _core.optim_check(self._kind, self._core_hparams(lr))
         except _core.CoreError as err:
             self._raise(err)
+        wd = self._hyper["weight_decay"]
+        if not lr * wd < 1.0:  # each step scales parameters by 1 - lr*wd: at 1 or beyond it is no decay
+            raise InvalidHyperparameterError(
+                f"{type(self).__name__} lr*weight_decay must be in [0, 1) (a decay factor 1 - lr*weight_decay in "
+                f"(0, 1]), got lr {lr!r} * weight_decay {wd!r} = {lr * wd!r}")
 
     def _raise(self, err: _core.CoreError) -> None:
         kind = type(self).__name__
@@ -262,7 +277,8 @@ class Optimizer:
         _translate.raise_core(err)
 
 
-def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[str, ...]) -> Dict[str, tuple]:
+def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[str, ...],
+                   nonnegative: Tuple[str, ...] = ()) -> Dict[str, tuple]:
     if not isinstance(slots, Mapping):
         raise OptimizerStateError(f"optimizer slots must be a mapping, got {type(slots).__name__}")
     out: Dict[str, tuple] = {}
@@ -281,6 +297,10 @@ def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[
             if bad.size:
                 raise OptimizerStateError(f"optimizer slot {p.name}.{s} has non-finite value "
                                           f"{float(a.flat[bad[0]])!r} at flat index {bad[0]}")
+            neg = np.flatnonzero(a < 0.0) if s in nonnegative else ()
+            if len(neg):
+                raise OptimizerStateError(f"optimizer slot {p.name}.{s} holds squares but has negative value "
+                                          f"{float(a.flat[neg[0]])!r} at flat index {neg[0]}")
             arrays.append(np.array(a, dtype=np.float64, order="C"))
         out[p.name] = tuple(arrays)
     extra = sorted(set(slots) - {p.name for p in params})
@@ -317,6 +337,7 @@ class AdamW(Optimizer):
     Slots: exp_avg, exp_avg_sq."""
 
     _kind = "adamw"
+    _nonnegative_slots = ("exp_avg_sq",)
     _fields = ("lr", "beta1", "beta2", "eps", "weight_decay")
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate = 1e-3,

@@ -252,3 +252,123 @@ def test_checkpoints(tmp_path_factory, corruption):
     out = call(pydepth.checkpoint.load, path)
     if not isinstance(out, PydepthError):
         assert all(finite(p.value) for p in out.model.parameters)
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.sampled_from([0, 1, 10**9, 2**64, -1]),
+              st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8)
+META_PLACES = st.sampled_from([
+    ("config",), ("config", "layers"), ("config", "vocabulary_size"), ("config", "model_width"),
+    ("config", "heads"), ("config", "rope_base"), ("record",), ("rng_state",), ("step",), ("optimizer",),
+    ("optimizer", "step"), ("optimizer", "slots"), ("optimizer", "hyperparameters"),
+    ("optimizer", "hyperparameters", "weight_decay"), ("optimizer", "hyperparameters", "lr"), ("extra",),
+    ("checkpoint_format",), ("numerics_contract",), ("pydepth_version",)])
+
+
+def _deep(depth):
+    return "[" * depth + "]" * depth
+
+
+@settings(FUZZ, max_examples=max(10, EXAMPLES // 2))
+@given(place=META_PLACES, value=st.one_of(json_values, st.integers(1, 4000).map(lambda d: ("deep", d)),
+                                          st.integers(3, 9).map(lambda k: ("size", 10**k))))
+def test_crafted_checkpoint_metadata(tmp_path_factory, place, value):
+    """Metadata edited anywhere (types, sizes up to 10^9 layers, nesting): loads or a PydepthError."""
+    import json
+    import struct
+    import time
+    path = tmp_path_factory.mktemp("ckpt") / "model.safetensors"
+    model = DecoderModel(CFG, SplitMix64(1))
+    pydepth.checkpoint.save(path, model, optimizer=pydepth.optim.AdamW(model.parameters), rng=SplitMix64(5), step=3)
+    blob = path.read_bytes()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    meta = json.loads(header["__metadata__"]["pydepth"])
+    target = meta
+    for key in place[:-1]:
+        target = target[key] if isinstance(target.get(key), dict) else target.setdefault(key, {})
+    marker = "\x00DEEP\x00"
+    if isinstance(value, tuple) and value[0] == "size":
+        target[place[-1]] = value[1]
+    else:
+        target[place[-1]] = marker if isinstance(value, tuple) else value
+    text = json.dumps(meta)
+    if isinstance(value, tuple) and value[0] == "deep":
+        text = text.replace(json.dumps(marker), _deep(value[1]))
+    header["__metadata__"]["pydepth"] = text
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + blob[8 + n:])
+    t0 = time.perf_counter()
+    out = call(pydepth.checkpoint.load, path)
+    assert time.perf_counter() - t0 < 5.0, "a refusal must be bounded by the file, not by the claim"
+    if not isinstance(out, PydepthError):
+        assert all(finite(p.value) for p in out.model.parameters)
+
+
+_STORE = {}
+
+
+def _stored_sweep():
+    """A small result directory of several parts, built once (the reference for every edit)."""
+    if not _STORE:
+        import importlib
+        import tempfile
+        from pydepth.sweep import SweepSpec, read_table, run
+        runmod = importlib.import_module("pydepth.sweep.run")
+        spec = SweepSpec(depths=[1, 2], widths=[4], seeds=[0], policies=["scaled"], sequence_length=4)
+        out = os.path.join(tempfile.mkdtemp(prefix="pydepth-fuzz-"), "ref")
+        saved, runmod.MIN_TASK_SECONDS = runmod.MIN_TASK_SECONDS, 0.0  # one part per cell
+        try:
+            run(spec, out=out, scheduler="serial", progress=False)
+        finally:
+            runmod.MIN_TASK_SECONDS = saved
+        _STORE.update(out=out, spec=spec, table=read_table(out))
+    return _STORE
+
+
+PART_EDITS = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 64)),
+    st.tuples(st.just("truncate"), st.integers(0, 10**6)),
+    st.tuples(st.just("copy"), st.integers(0, 9)),
+    st.tuples(st.just("append"), st.binary(min_size=1, max_size=16)),
+    st.tuples(st.just("manifest"), json_values))
+
+
+@settings(FUZZ, max_examples=max(8, EXAMPLES // 4))
+@given(edit=PART_EDITS, unlist=st.booleans())
+def test_crafted_store_parts(tmp_path_factory, edit, unlist):
+    """A stored part flipped, truncated, copied or extended, or the manifest replaced, with or
+    without the part's manifest entry: reads and resume give the reference rows or a PydepthError."""
+    import json
+    import shutil
+    from pydepth.sweep import read_table
+    from pydepth.sweep.store import part_files, prepare_directory
+    ref = _stored_sweep()
+    out = tmp_path_factory.mktemp("store") / "run"
+    shutil.copytree(ref["out"], out)
+    part = part_files(out)[0]
+    data = bytearray(part.read_bytes())
+    kind = edit[0]
+    if kind == "flip":
+        at = edit[1] % len(data)
+        data[at:at + edit[2]] = bytes(b ^ 0xA5 for b in data[at:at + edit[2]])
+    elif kind == "truncate":
+        del data[edit[1] % len(data):]
+    elif kind == "copy":
+        shutil.copy(part, part.with_name(f"part-{edit[1]:016d}.parquet"))
+    elif kind == "append":
+        data += edit[1]
+    part.write_bytes(bytes(data))
+    manifest = out / "manifest.json"
+    if kind == "manifest":
+        manifest.write_text(json.dumps(edit[1]))
+    elif unlist:
+        doc = json.loads(manifest.read_text())
+        doc["parts"].pop(part.name, None)
+        manifest.write_text(json.dumps(doc))
+    table = call(read_table, out)
+    if not isinstance(table, PydepthError) and kind != "manifest" and not unlist:
+        assert table.drop(["wall_time_s"]).equals(ref["table"].drop(["wall_time_s"]))  # the hash vouches for it
+    call(prepare_directory, out, ref["spec"], resume=True)

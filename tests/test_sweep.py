@@ -20,6 +20,7 @@ need_extra("sweep")
 
 from pydepth.sweep import (  # noqa: E402
     Cell,
+    DamagedPartError,
     OptimizerUnavailableError,
     RowNotFoundError,
     SweepResumeError,
@@ -405,6 +406,11 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
     table = table.set_column(i, table.schema.field(i), pa.array(ratios))
     pq.write_table(table, part)
     row = table.column("row_id")[3].as_py()
+    with pytest.raises(DamagedPartError, match=part.name):  # the manifest's hash notices first
+        rerun_row(out, row)
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["parts"][part.name]  # an unrecorded part is verified alone (checksums, spec, no twin)
+    (out / "manifest.json").write_text(json.dumps(manifest))
     result = rerun_row(out, row)
     assert not result.identical
     assert [c.column for c in result.comparisons if not c.identical] == ["adjoint_ratio"]

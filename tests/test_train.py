@@ -124,7 +124,8 @@ def test_a_resumed_run_keeps_its_observe_checkpoint_and_plot_options_and_its_dir
     assert [h["step"] for h in health_rows(part)] == [2, 4, 6]
     assert health_rows(part) == [h for h in health_rows(full) if h["step"] >= 2]
     assert_same_checkpoint(full / "step-000006.safetensors", part / "step-000006.safetensors")
-    assert (full / "train.png").stat().st_size > 10_000  # the stored --plot path, written again
+    assert (part / "train.png").stat().st_size > 10_000  # the stored --plot, inside the resumed run's directory
+    assert not (full / "train.png").exists()  # a stored path never leaves the output directory
     # a value given again wins over the stored one
     assert run("train", CORPUS, "--resume", part / "step-000004.safetensors", "--observe-every", 0,
                "--out", tmp_path / "quiet") == 0

@@ -9,6 +9,7 @@
  * cost more than the whole job at mid-size shapes. */
 #include <stdlib.h>
 #include "pool.h"
+#include "../platform/pd_fork.h"
 #include "../platform/pd_atomic.h"
 #include "../platform/pd_platform.h"
 #include "../platform/pd_thread.h"
@@ -98,10 +99,11 @@ static int ensure_workers(int want) {
     return g_workers < want ? g_workers : want;
 }
 
-/* fork() keeps only the calling thread: the child starts with no workers (POSIX only). */
-static void atfork_prepare(void) { pd_mutex_lock(&g_use); pd_mutex_lock(&g_mu); }
-static void atfork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use); }
-static void atfork_child(void) {
+/* fork() keeps only the calling thread: the child starts with no workers (POSIX only); the
+ * order of these hooks among the core's locks is pd_fork.c's. */
+void pd_pool_atfork_prepare(void) { pd_mutex_lock(&g_use); pd_mutex_lock(&g_mu); }
+void pd_pool_atfork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use); }
+void pd_pool_atfork_child(void) {
     g_workers = 0;
     g_helpers = 0;
     g_open = 0;
@@ -112,8 +114,6 @@ static void atfork_child(void) {
     pd_mutex_unlock(&g_mu);
     pd_mutex_unlock(&g_use);
 }
-static pd_once g_once = PD_ONCE_INIT;
-static void pool_once(void) { pd_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
 void pd_set_num_threads(int n) {
     if (n < 1) n = 1;
@@ -134,7 +134,7 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    pd_once_run(&g_once, pool_once);
+    pd_fork_guard();
     const int use = (size_t)nt < max_tasks ? nt : (int)max_tasks;
     /* a few chunks per thread balances uneven tasks (causal attention lanes) */
     size_t chunk = n / ((size_t)use * 4);

@@ -3,7 +3,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-class CoreError(Exception):
+from ..errors import PydepthError as _PydepthError
+
+class CoreError(_PydepthError):
     code: int
     index: int
     value: float

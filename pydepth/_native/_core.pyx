@@ -9,10 +9,14 @@ from libc.string cimport memcpy, memset
 from cpython.exc cimport PyErr_Occurred
 from ._cdefs cimport *
 import operator
+import os as _os
+import weakref as _weakref
+from ..errors import PydepthError as _PydepthError
 
 
-class CoreError(Exception):
-    """A status from the C core; pydepth.errors turns it into a typed exception."""
+class CoreError(_PydepthError):
+    """A status from the C core; pydepth.errors turns it into a typed exception. One that
+    escapes untranslated is still a PydepthError and prints its status by name."""
 
     def __init__(self, code, index=0, value=0.0, block=-1, node=-1):
         super().__init__(code, index, value, block, node)
@@ -21,6 +25,11 @@ class CoreError(Exception):
         self.value = float(value)
         self.block = int(block)
         self.node = int(node)
+
+    def __str__(self):
+        name = {c: n for n, c in STATUS_CODES.items()}.get(self.code, "unknown status")
+        where = f", block {self.block}, node {self.node}" if self.block >= 0 or self.node >= 0 else ""
+        return f"pydepth core refused: {name} (status {self.code}), index {self.index}, value {self.value!r}{where}"
 
 
 cdef inline raise_status(pd_status st, pd_error *e):
@@ -252,15 +261,44 @@ cdef class _Lock:
     """One model's lock: reverse passes and every change of its parameters' values or gradients
     hold it, so an update never runs while a backward reads the values it would change."""
     cdef PyThread_type_lock lock
+    cdef object __weakref__
 
     def __cinit__(self):
         self.lock = PyThread_allocate_lock()
         if self.lock == NULL:
             raise MemoryError()
+        _LIVE_LOCKS.add(self)
 
     def __dealloc__(self):
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
+
+
+_LIVE_LOCKS = _weakref.WeakSet()
+_FORK_HELD = []
+
+
+def _before_fork():
+    """os.fork() waits (GIL released) until no reverse pass or parameter change is in flight and
+    holds every model lock across it: a child never inherits a lock held by a thread it lacks,
+    nor a model halfway through a backward."""
+    cdef _Lock lk
+    for lk in sorted(list(_LIVE_LOCKS), key=id):  # the global order of _LockSet
+        with nogil:
+            PyThread_acquire_lock(lk.lock, WAIT_LOCK)
+        _FORK_HELD.append(lk)
+
+
+def _after_fork():
+    """Releases what _before_fork took, in the parent and in the child."""
+    cdef _Lock lk
+    while _FORK_HELD:
+        lk = _FORK_HELD.pop()
+        PyThread_release_lock(lk.lock)
+
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
 cdef class _LockSet:

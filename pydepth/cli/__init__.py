@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
-from typing import Optional, Sequence
+import threading
+from typing import Any, Optional, Sequence
 
 from ._args import error
 from .._version import __version__
@@ -33,7 +35,16 @@ SUBCOMMANDS = (
 
 #: The exit codes of every subcommand, as its --help states them.
 EXIT_CODES = ("Exit status: 0 success; 1 a refused input or a failed check; 2 a usage error or a missing "
-              "optional extra; 130 interrupted (Ctrl-C); 141 the reader of stdout went away.")
+              "optional extra; 130 interrupted (Ctrl-C); 141 the reader of stdout went away; "
+              "143 terminated (SIGTERM; train checkpoints first).")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside a training loop: stops the command like Ctrl-C, with status 143."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
 
 
 def _module(name: str):  # type: ignore[no-untyped-def]
@@ -90,6 +101,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit code."""
     from ..errors import PydepthError
     args = build_parser().parse_args(argv)
+    on_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM")
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         code = int(_module(args.command).run(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, not as a traceback at interpreter exit
@@ -103,9 +116,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (PydepthError, ValueError, OSError) as err:
         error(str(err))
         return 1
-    except KeyboardInterrupt:  # Ctrl-C: a one-line note and the shell's usual status, no traceback
-        error("interrupted")
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: a one-line note and the shell's usual status
+        error("terminated" if isinstance(err, Terminated) else "interrupted")
+        return 143 if isinstance(err, Terminated) else 130
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

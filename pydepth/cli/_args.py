@@ -89,8 +89,11 @@ def plot_missing() -> bool:
 def load_config(path: str) -> Any:
     """A DecoderConfig from a JSON file (``to_dict()`` form, or ``{"config": {...}}``)."""
     from ..config import DecoderConfig
-    with open(path) as fh:
-        data = json.load(fh)
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except RecursionError:
+        raise ValueError(f"{path}: nests JSON too deeply to be a configuration") from None
     if isinstance(data, dict) and "config" in data and isinstance(data["config"], dict):
         data = data["config"]
     if not isinstance(data, dict):

@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.presets import depth_check, depth_check_spec
     spec = depth_check_spec(**grid_changes(args))
     result = depth_check(spec, out=args.out, scheduler=args.scheduler, resume=args.resume,
-                         workers=args.workers, plots=args.plot, progress=not args.quiet)
+                         workers=args.workers, plots=args.plot, progress=not args.quiet,
+                         recompute_damaged=args.recompute_damaged)
     print("\n".join(result.summary))
     print()
     print(f"{result.sweep.cells_run} cells computed, {result.sweep.cells_resumed} already stored; "

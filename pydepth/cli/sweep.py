@@ -61,6 +61,9 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: Dict[str, Any], *, ou
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--no-resume", dest="resume", action="store_false",
                    help="refuse a result directory that already holds results instead of resuming it")
+    p.add_argument("--recompute-damaged", action="store_true",
+                   help="on resume, move parts that fail verification (hash, row count, page checksums, "
+                        "duplicated cells) to DIR/damaged/ and recompute their cells, instead of refusing")
     p.add_argument("--quiet", action="store_true", help="no progress bar (for logs)")
 
 
@@ -121,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         spec = SweepSpec.from_dict({k: v for k, v in changes.items() if v is not None})
     result = run_sweep(spec, out=args.out, scheduler=args.scheduler, resume=args.resume,
-                       workers=args.workers, progress=not args.quiet)
+                       workers=args.workers, progress=not args.quiet, recompute_damaged=args.recompute_damaged)
     print(f"{result.cells_run} cells computed, {result.cells_resumed} already stored, "
           f"{result.cells_total} in the grid; {result.engine}; "
           f"{result.cells_per_second:.1f} cells/s; results in {result.out}")

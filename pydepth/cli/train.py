@@ -3,6 +3,7 @@ progress bar, periodic checkpoints and residual-health observations, exact resum
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -127,7 +128,7 @@ def _settings(args: argparse.Namespace, ck: Optional[Checkpoint]) -> TrainSettin
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``pydepth train``; returns the exit code (130 after a Ctrl-C checkpoint)."""
+    """Runs ``pydepth train``; returns the exit code (130 after a Ctrl-C checkpoint, 143 after SIGTERM's)."""
     from .. import checkpoint
     from ..training import run_training
     if args.plot and _args.plot_missing():
@@ -141,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = pathlib.Path(args.out if args.out is not None
                        else pathlib.Path(args.resume).parent if args.resume else "train-out")
+    if ck is not None and args.plot is None and settings.plot:  # a stored plot is inside the run's directory
+        settings = dataclasses.replace(settings, plot=str(out / settings.plot))
     progress = _Progress()
     started = time.perf_counter()
     try:
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if result.settings.plot:
         _plot(result)
     sys.stdout.write(_summary(result, time.perf_counter() - started) + "\n")
-    return 130 if result.interrupted else 0
+    return 128 + (result.stop_signal or 2) if result.interrupted else 0  # 130 Ctrl-C, 143 SIGTERM
 
 
 def _summary(result: TrainResult, seconds: float) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .cell import COLUMNS, draw_batch, run_cells
 from .errors import (
                      OptimizerUnavailableError,
-                     RowNotFoundError,
+                     DamagedPartError, RowNotFoundError,
                      SweepDependencyError,
                      SweepError,
                      SweepResumeError,
@@ -32,4 +32,4 @@ from .store import read_spec, read_table
 __all__ = ["COLUMNS", "POLICIES", "Cell", "SweepSpec", "SweepResult", "RerunComparison", "RerunResult",
            "run", "rerun_row", "read_table", "read_spec", "run_cells", "draw_batch", "row_id",
            "parse_row_id", "parse_int_list", "SweepError", "SweepSpecError", "SweepDependencyError",
-           "OptimizerUnavailableError", "SweepStoreError", "SweepResumeError", "RowNotFoundError"]
+           "OptimizerUnavailableError", "SweepStoreError", "SweepResumeError", "DamagedPartError", "RowNotFoundError"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..errors import PydepthError
 
 __all__ = ["SweepError", "SweepSpecError", "SweepDependencyError", "OptimizerUnavailableError",
-           "SweepStoreError", "SweepResumeError", "RowNotFoundError"]
+           "SweepStoreError", "SweepResumeError", "DamagedPartError", "RowNotFoundError"]
 
 
 class SweepError(PydepthError):
@@ -29,6 +29,18 @@ class SweepStoreError(SweepError, OSError):
 
 class SweepResumeError(SweepStoreError):
     """A result directory holds a different sweep, or results while resume is off."""
+
+
+class DamagedPartError(SweepStoreError):
+    """A stored part is corrupted, shorter than recorded, a duplicate of another part's cells,
+    or missing; ``part`` is its path. Resume can recompute it when asked (``recompute_damaged``)."""
+
+    def __init__(self, part: str, message: str) -> None:
+        super().__init__(message)
+        self.part = part
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class RowNotFoundError(SweepStoreError, KeyError):

@@ -45,7 +45,8 @@ class DepthCheckResult:
 
 def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: Optional[str] = None,
                 resume: bool = True, workers: Optional[int] = None, plots: bool = True,
-                progress: bool = True, stream: Optional[TextIO] = None) -> DepthCheckResult:
+                progress: bool = True, stream: Optional[TextIO] = None,
+                recompute_damaged: bool = False) -> DepthCheckResult:
     """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
     ``summary.txt`` there and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` into
     ``out/figures`` (beside the Parquet parts they would stop ``pyarrow.dataset`` reading ``out``)."""
@@ -54,7 +55,7 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
         pyplot()  # a missing matplotlib is reported before any work
     spec = spec if spec is not None else depth_check_spec()
     result = run(spec, out=out, scheduler=scheduler, resume=resume, workers=workers,
-                 progress=progress, stream=stream)
+                 progress=progress, stream=stream, recompute_damaged=recompute_damaged)
     table = read_table(out)
     steps = cell_steps(table)
     lines = summary_lines(steps, spec.band)

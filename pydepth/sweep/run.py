@@ -14,6 +14,9 @@ Engines (``scheduler=``):
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import pathlib
 import time
@@ -114,6 +117,21 @@ def _serial(spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, Li
         yield run_cells(*_task_args(spec, b))
 
 
+class _OneLine(logging.Filter):
+    """Keeps Dask's client log messages but not their tracebacks: a lost scheduler is reported once,
+    as a SweepError, and its reconnection attempts stay one line each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        if isinstance(record.msg, str) and "Traceback" in record.msg:
+            record.msg, record.args = record.msg.split("Traceback", 1)[0].rstrip() or "(traceback omitted)", None
+        return True
+
+
+_ONE_LINE = _OneLine()
+_CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
+
+
 class _Engine:
     """A Dask client (and the local cluster it owns, if any), closed on exit."""
 
@@ -125,6 +143,8 @@ class _Engine:
         if scheduler == "serial":
             return
         distributed = _dask()
+        for name in _CLIENT_LOGGERS:  # until close(): Dask's own log lines without tracebacks
+            logging.getLogger(name).addFilter(_ONE_LINE)
         address = scheduler if scheduler not in (None, "local", "threads") else None
         if scheduler is None:
             address = os.environ.get("DASK_SCHEDULER_ADDRESS") or None
@@ -172,32 +192,36 @@ class _Engine:
         futures = [self.client.submit(run_cells, *_task_args(spec, b), pure=False) for b in batches]
         try:
             for fut in distributed.as_completed(futures):
-                try:
-                    yield fut.result()
-                except Exception as err:
-                    if isinstance(err, SweepError):
-                        raise
-                    raise SweepError(f"a sweep task failed on a Dask worker: {type(err).__name__}: {err}") from err
+                yield fut.result()
+        except SweepError:
+            raise
+        except (Exception, asyncio.CancelledError) as err:  # a lost scheduler cancels every future
+            raise SweepError(f"a sweep task failed or the Dask scheduler was lost: {type(err).__name__}: {err}; "
+                             "the finished parts are kept, rerun the same command to resume") from err
         finally:
             for f in futures:
                 f.cancel()
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.client = None
-        if self.cluster is not None:
-            self.cluster.close()
-            self.cluster = None
+        for part in ("client", "cluster"):
+            obj, _ = getattr(self, part), setattr(self, part, None)
+            if obj is not None:  # a scheduler that died has nothing left to close; the sweep's error says so
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    obj.close()
+        for name in _CLIENT_LOGGERS:
+            logging.getLogger(name).removeFilter(_ONE_LINE)
 
 
 def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resume: bool = True,
-        workers: Optional[int] = None, progress: bool = True, stream: Optional[TextIO] = None) -> SweepResult:
+        workers: Optional[int] = None, progress: bool = True, stream: Optional[TextIO] = None,
+        recompute_damaged: bool = False) -> SweepResult:
     """Runs every cell of ``spec`` not yet in ``out`` and writes its rows there as Parquet.
 
     ``scheduler`` picks the engine (see the module docstring); ``workers`` sizes a local
     cluster. With ``resume`` (the default) cells already stored in ``out`` are skipped; a
-    killed sweep loses at most the batches in flight. Steps after 0 need ``pydepth.optim``
+    killed sweep loses at most the batches in flight. Every stored part is verified first; a
+    damaged one raises DamagedPartError, or with ``recompute_damaged`` is moved to
+    ``damaged/`` and its cells recomputed. Steps after 0 need ``pydepth.optim``
     (:class:`OptimizerUnavailableError` before any work otherwise). Returns a
     :class:`SweepResult`; read the rows with :func:`pydepth.sweep.read_table`."""
     if not isinstance(spec, SweepSpec):
@@ -211,7 +235,7 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
     if scheduler != "serial":
         _dask()
     t0 = time.perf_counter()
-    done = prepare_directory(out, spec, resume=resume)
+    done = prepare_directory(out, spec, resume=resume, repair=recompute_damaged)
     cells = spec.cells()
     todo = [c for c in cells if c.cell_id not in done]
     bar = Progress(len(cells), skipped=len(cells) - len(todo), stream=stream, enabled=progress)

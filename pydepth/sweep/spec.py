@@ -258,8 +258,10 @@ class SweepSpec:
         try:
             with open(path) as fh:
                 data = json.load(fh)
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise SweepSpecError(f"{path}: not JSON ({err})") from None
+        except RecursionError:
+            raise SweepSpecError(f"{path}: nests JSON too deeply to be a sweep spec") from None
         return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> SweepSpec:

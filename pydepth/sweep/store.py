@@ -1,9 +1,11 @@
 """The result directory: one Parquet file per finished batch, plus ``sweep.json``.
 
 Each part is written to a hidden temporary name and renamed into place, so a killed sweep
-never leaves a truncated part under a final name; a resumed sweep skips every cell that has
-rows in a part. The spec (canonical JSON) and the pydepth version are in every part's file
-metadata and in ``sweep.json``.
+never leaves a truncated part under a final name, then recorded in ``manifest.json`` with its
+row count and SHA-256; parts carry Parquet page checksums. Resume, reads and reruns verify every
+part first (:mod:`.verify`); a resumed sweep skips every cell that has rows in a sound part.
+The spec (canonical JSON) and the pydepth version are in every part's file metadata and in
+``sweep.json``.
 """
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
 from .rows import COLUMNS
-from .errors import SweepDependencyError, SweepResumeError, SweepStoreError
+from .errors import SweepResumeError, SweepStoreError
+from .manifest import read_manifest, sha256, write_manifest
 from .spec import SweepSpec
+from .verify import part_files, pyarrow_modules, read_part, verify_store
 from .._version import __version__
 
 __all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
@@ -28,18 +32,6 @@ SPEC_FILE = "sweep.json"
 _PART_PREFIX = "part-"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def pyarrow_modules() -> Any:
-    """``(pyarrow, pyarrow.parquet)``, or :class:`SweepDependencyError` naming the extra."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise SweepDependencyError(
-            "sweep results need pyarrow, part of the optional 'sweep' extra: "
-            "pip install 'pydepth[sweep]'") from None
-    return pa, pq
 
 
 def schema(spec: SweepSpec) -> Any:
@@ -68,39 +60,21 @@ def write_part(out: PathLike, spec: SweepSpec, columns: Dict[str, List[Any]]) ->
     key = hashlib.sha1("\n".join(cells).encode()).hexdigest()[:16]
     path = pathlib.Path(out) / f"{_PART_PREFIX}{key}.parquet"
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    _atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    pq.write_table(table, sink, write_page_checksum=True)
+    data = sink.getvalue().to_pybytes()
+    _atomic_write_bytes(path, data)
+    parts = read_manifest(out)
+    parts[path.name] = {"rows": table.num_rows, "cells": len(cells), "sha256": sha256(data)}
+    write_manifest(out, parts)
     return path
 
 
-def part_files(out: PathLike) -> List[pathlib.Path]:
-    """The finished parts in ``out`` (temporary files of batches in flight are ignored)."""
-    d = pathlib.Path(out)
-    if not d.is_dir():
-        return []
-    return sorted(p for p in d.iterdir() if p.name.startswith(_PART_PREFIX) and p.suffix == ".parquet")
-
-
-def _check_part(path: pathlib.Path, spec_json: Optional[str]) -> Any:
-    _, pq = pyarrow_modules()
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except Exception as err:  # pyarrow raises several types for damaged files
-        raise SweepStoreError(f"{path}: not a readable Parquet file ({err})") from None
-    if meta.get(b"pydepth.format") != FORMAT.encode():
-        raise SweepStoreError(f"{path}: not a {FORMAT} result file")
-    if spec_json is not None and meta.get(b"pydepth.sweep.spec", b"").decode() != spec_json:
-        raise SweepResumeError(f"{path} holds results of a different sweep spec")
-    return meta
-
-
-def done_cells(out: PathLike, spec: SweepSpec) -> Set[str]:
-    """Cell ids that already have rows in ``out`` (each part checked against ``spec``)."""
-    _, pq = pyarrow_modules()
+def done_cells(out: PathLike, spec: SweepSpec, *, repair: bool = False) -> Set[str]:
+    """Cell ids that already have rows in a sound part of ``out`` (every part verified, the
+    manifest brought up to date); a damaged part raises DamagedPartError unless ``repair``."""
     done: Set[str] = set()
-    for p in part_files(out):
-        _check_part(p, spec.to_json())
-        done.update(pq.read_table(p, columns=["cell_id"]).column("cell_id").to_pylist())
+    for cells in verify_store(out, spec.to_json(), FORMAT, repair=repair, record=True).values():
+        done.update(cells)
     return done
 
 
@@ -111,18 +85,21 @@ def read_spec(out: PathLike) -> SweepSpec:
         raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")
     try:
         doc = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise SweepStoreError(f"{path}: not JSON ({err})") from None
+    except RecursionError:
+        raise SweepStoreError(f"{path}: nests JSON too deeply to be a sweep spec") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or "spec" not in doc:
         raise SweepStoreError(f"{path}: not a {FORMAT} spec file")
     return SweepSpec.from_dict(doc["spec"])
 
 
-def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool) -> Set[str]:
+def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool, repair: bool = False) -> Set[str]:
     """Creates ``out`` (or checks it holds this very sweep) and returns the cells already done.
 
     Refuses with :class:`SweepResumeError` when ``out`` holds another spec, or holds results
-    while ``resume`` is off (nothing is deleted)."""
+    while ``resume`` is off (nothing is deleted), and with DamagedPartError when a part is
+    damaged, unless ``repair`` (its cells are then recomputed)."""
     d = pathlib.Path(out)
     if d.exists() and not d.is_dir():
         raise SweepStoreError(f"--out {out} exists and is not a directory")
@@ -143,15 +120,14 @@ def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool) -> Set[st
     doc = {"format": FORMAT, "pydepth_version": __version__, "spec": spec.to_dict()}
     if not spec_path.exists():
         _atomic_write_bytes(spec_path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
-    return done_cells(d, spec)
+    return done_cells(d, spec, repair=repair)
 
 
 def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any:
     """Every stored row of ``out`` as one Arrow table, sorted by (depth, width, seed, policy,
     step, site) so that equal sweeps give equal tables whatever the batching or order."""
-    pa, pq = pyarrow_modules()
+    pa, _ = pyarrow_modules()
     spec = read_spec(out)
-    parts = part_files(out)
     want = list(columns) if columns is not None else None
     if want is not None:
         unknown = [c for c in want if c not in dict(COLUMNS)]
@@ -161,9 +137,9 @@ def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any
             if key not in want:
                 want.append(key)
     tables = []
-    for p in parts:
-        _check_part(p, spec.to_json())
-        tables.append(pq.read_table(p, columns=want))
+    for name in verify_store(out, spec.to_json(), FORMAT):
+        p = pathlib.Path(out) / name
+        tables.append(read_part(p, p.read_bytes(), spec.to_json(), FORMAT, columns=want))
     if not tables:
         return schema(spec).empty_table() if want is None else \
             pa.schema([schema(spec).field(c) for c in want]).empty_table()

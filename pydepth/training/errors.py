@@ -5,7 +5,8 @@ from typing import Any, Sequence, Tuple
 
 from ..errors import PydepthError
 
-__all__ = ["TrainingError", "TrainSettingsError", "SettingsClashError", "ResumeError"]
+__all__ = ["TrainingError", "TrainSettingsError", "SettingsClashError", "ResumeError", "TrainBudgetError",
+           "TrainLogError"]
 
 
 class TrainingError(PydepthError):
@@ -28,6 +29,14 @@ class SettingsClashError(TrainingError, ValueError):
         self.clashes = tuple(clashes)
         super().__init__("a resumed run keeps its settings; these differ: " + ", ".join(
             f"{f} {given} (checkpoint: {stored})" for f, given, stored in self.clashes))
+
+
+class TrainBudgetError(TrainingError, ValueError):
+    """A step of this batch and sequence length on this model would exceed the memory budget."""
+
+
+class TrainLogError(TrainingError, ValueError):
+    """A run's JSON-lines log is damaged before its last line (a torn last line is dropped)."""
 
 
 class ResumeError(TrainingError, ValueError):

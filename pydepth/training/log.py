@@ -5,23 +5,45 @@ from __future__ import annotations
 
 import json
 import pathlib
+import warnings
 from typing import IO, Any, Dict, List, Optional
 
 from ..health import DepthHealthReport
+from .errors import TrainLogError
 
 __all__ = ["TrainLog", "read_log"]
 
 
+def _records(path: pathlib.Path) -> List[Any]:
+    """(line, record) pairs of a log; a torn last line (a crash or a full disk mid-append) is
+    dropped with a warning, a damaged earlier line is a TrainLogError naming it."""
+    lines = [line for line in pathlib.Path(path).read_text(errors="replace").splitlines() if line]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or type(record.get("step")) is not int:
+                raise ValueError("no integer step")
+        except (ValueError, RecursionError):
+            if i == len(lines) - 1:
+                warnings.warn(f"{path}: dropped a torn last line ({line[:40]!r}); the run resumes before it",
+                              stacklevel=3)
+                break
+            raise TrainLogError(f"{path}: line {i + 1} is not a log record: {line[:60]!r}") from None
+        out.append((line, record))
+    return out
+
+
 def read_log(path: pathlib.Path) -> List[Dict[str, Any]]:
-    """The records of a JSON-lines log, in order."""
-    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line]
+    """The records of a JSON-lines log, in order (a torn last line dropped with a warning)."""
+    return [record for _, record in _records(path)]
 
 
 def _trim(path: pathlib.Path, last_step: int) -> None:
-    """Keeps only the lines whose step is at most last_step."""
+    """Keeps only the lines whose step is at most last_step (a torn last line is dropped)."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= last_step]
+    kept = [line for line, record in _records(path) if record["step"] <= last_step]
     path.write_text("".join(line + "\n" for line in kept))
 
 

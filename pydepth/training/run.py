@@ -23,6 +23,7 @@ from ..errors import ConfigError
 from ..model import DecoderModel
 from ..optim import AdamW, Optimizer, warmup_cosine
 from . import step as _step
+from .budget import check_step_memory
 from .errors import ResumeError
 from .log import TrainLog
 from .settings import TrainSettings
@@ -61,6 +62,7 @@ class TrainResult:
     train_log: pathlib.Path
     health_log: pathlib.Path
     losses: List[float]
+    stop_signal: Optional[int] = None  # SIGINT or SIGTERM when one stopped the run
 
 
 @dataclasses.dataclass
@@ -83,11 +85,12 @@ def resume_settings(ck: Checkpoint) -> TrainSettings:
     return TrainSettings.from_dict(saved)
 
 
-def _fresh(settings: TrainSettings, config: Optional[DecoderConfig]) -> _State:
+def _fresh(settings: TrainSettings, config: Optional[DecoderConfig], budget: Optional[int]) -> _State:
     if config is None:
         raise ConfigError("a fresh run needs a DecoderConfig (only a resumed run takes its checkpoint's)")
     settings = settings.resolved(config.max_positions)
     _step.check_byte_config(config, settings.tokens)  # type: ignore[arg-type]
+    check_step_memory(config, settings.batch, settings.tokens, budget)  # type: ignore[arg-type]
     rng = SplitMix64(settings.seed)
     if settings.policy == "scaled":
         init = initialize_depth_scaled(Fresh(config, DepthInitializationBudget(
@@ -103,7 +106,7 @@ def _fresh(settings: TrainSettings, config: Optional[DecoderConfig]) -> _State:
 
 
 def _resumed(settings: TrainSettings, ck: Checkpoint, config: Optional[DecoderConfig], digest: str,
-             text_name: str) -> _State:
+             text_name: str, budget: Optional[int]) -> _State:
     stored = resume_settings(ck)
     saved_digest = ck.extra["train"].get("text_sha256")
     if saved_digest != digest:
@@ -114,36 +117,77 @@ def _resumed(settings: TrainSettings, ck: Checkpoint, config: Optional[DecoderCo
     given: Dict[str, Any] = settings.to_dict()
     settings = stored.continued(given)  # refuses a run field that differs from the stored one
     _step.check_byte_config(ck.config, settings.tokens)  # type: ignore[arg-type]
+    check_step_memory(ck.config, settings.batch, settings.tokens, budget)  # type: ignore[arg-type]
     if settings.steps < ck.step:  # type: ignore[operator]
         raise ResumeError(f"steps {settings.steps} is below the checkpoint's step {ck.step}")
     return _State(settings, ck.model, ck.optimizer(), ck.rng, ck.record, ck.step)  # type: ignore[arg-type]
 
 
+class _Abandon(BaseException):
+    """Raised by the stop handler inside a step's forward or reverse pass (not an error)."""
+
+
+class _Stop:
+    """Ctrl-C and SIGTERM: recorded in ``signals``; inside a step's forward and reverse passes
+    (``window``, entered by train_step) the step is abandoned at once, the core stopping between
+    blocks; outside it the loop stops after the step."""
+
+    def __init__(self) -> None:
+        self.signals: List[int] = []
+        self.open = False
+
+    def __bool__(self) -> bool:
+        return bool(self.signals)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+        if self.open:
+            self.open = False
+            raise _Abandon()
+
+    @contextlib.contextmanager
+    def window(self) -> Iterator[None]:
+        self.open = not self.signals
+        try:
+            yield
+        finally:
+            self.open = False
+
+
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM") if hasattr(signal, n))
+
+
 @contextlib.contextmanager
-def _ctrl_c() -> Iterator[List[int]]:
-    """Ctrl-C only marks the run (the loop stops after the current step); signals reach the main
-    thread only, so elsewhere nothing is installed."""
-    interrupted: List[int] = []
+def _ctrl_c() -> Iterator[_Stop]:
+    """Installs the stop handler for SIGINT and SIGTERM; signals reach the main thread only, so
+    elsewhere nothing is installed."""
+    stop = _Stop()
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum)) if main_thread else None
+    previous = {s: signal.signal(s, stop.handle) for s in _STOP_SIGNALS} if main_thread else {}
     try:
-        yield interrupted
+        yield stop
     finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _train(state: _State, documents: Any, log: TrainLog, save: Callable[[int], pathlib.Path],
-           interrupted: List[int], on_progress: Optional[Callable[[TrainProgress], None]]) -> List[float]:
+           interrupted: _Stop, on_progress: Optional[Callable[[TrainProgress], None]]) -> List[float]:
     """The loop: steps until the total or Ctrl-C, logging, observing and checkpointing on cadence."""
     s, losses = state.settings, []
     first, elapsed, positions = state.step, 0.0, s.batch * s.tokens  # type: ignore[operator]
     while state.step < s.steps and not interrupted:
         observe = s.observe_every > 0 and state.step % s.observe_every == 0
+        before = state.rng.copy()  # an abandoned step leaves the generator where the step found it
         batch = _step.draw_batch(documents, state.rng, s.batch, s.tokens)  # type: ignore[arg-type]
         lr = state.optimizer.lr
         t0 = time.perf_counter()
-        loss, report = _step.train_step(state.model, state.optimizer, batch, observe=observe)
+        try:
+            loss, report = _step.train_step(state.model, state.optimizer, batch, observe=observe,
+                                            interruptible=interrupted.window())
+        except _Abandon:
+            state.rng = before
+            break
         seconds = time.perf_counter() - t0
         if report is not None:
             log.health(state.step, loss, report)
@@ -162,7 +206,8 @@ def _train(state: _State, documents: Any, log: TrainLog, save: Callable[[int], p
 def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLike[str]], *,
                  config: Optional[DecoderConfig] = None, resume: Optional[Checkpoint] = None,
                  text_name: str = "", on_progress: Optional[Callable[[TrainProgress], None]] = None,
-                 on_message: Optional[Callable[[str], None]] = None) -> TrainResult:
+                 on_message: Optional[Callable[[str], None]] = None,
+                 memory_budget: Optional[int] = None) -> TrainResult:
     """Trains on the paragraphs of ``text`` up to ``settings.steps`` and writes, into ``out``,
     checkpoints ``step-NNNNNN.safetensors`` (every ``checkpoint_every`` steps and at the end, with
     the settings in ``extra["train"]``), ``train.jsonl`` and ``health.jsonl``.
@@ -172,17 +217,24 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
     :func:`resume_settings`; ``steps``, ``observe_every``, ``checkpoint_every`` and ``plot`` may
     change), the logs trimmed to its step. Every refusal comes before anything is written.
     ``on_progress`` is called after every step, ``on_message`` with the start and end lines. On
-    the main thread Ctrl-C stops the run after the current step, checkpointed
-    (``TrainResult.interrupted``). ``text_name`` names the text in the checkpoint and messages."""
+    the main thread Ctrl-C or SIGTERM stops the run, checkpointed (``TrainResult.interrupted``,
+    ``stop_signal``): during a step's forward or reverse pass that step is abandoned (the core
+    stops between blocks; parameters, optimizer and generator stay as before it), during its
+    update the step completes. A step whose estimated memory exceeds ``memory_budget`` bytes
+    (default: three quarters of physical memory) is refused before anything is allocated
+    (:class:`TrainBudgetError`). ``text_name`` names the text in the checkpoint and messages; a
+    ``plot`` path is stored relative to ``out`` (not at all when outside it)."""
     documents = _step.byte_documents(text)
     digest = hashlib.sha256(text).hexdigest()
-    state = _fresh(settings, config) if resume is None else _resumed(settings, resume, config, digest, text_name)
+    state = (_fresh(settings, config, memory_budget) if resume is None
+             else _resumed(settings, resume, config, digest, text_name, memory_budget))
     s, say = state.settings, on_message or (lambda line: None)
     directory = pathlib.Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     log = TrainLog(directory)
     log.begin(state.step, resumed=resume is not None)
-    extra = {"train": {**s.to_dict(), "text_sha256": digest, "text_file": text_name}}
+    extra = {"train": {**s.to_dict(), "plot": _inside(s.plot, directory), "text_sha256": digest,
+                       "text_file": text_name}}
 
     def save(at: int) -> pathlib.Path:
         path = directory / f"step-{at:06d}.safetensors"
@@ -202,4 +254,14 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
         with log:
             log.health(state.step, loss, report)
     return TrainResult(s, state.model, state.optimizer, state.rng, state.step, bool(interrupted), final,
-                       log.train_path, log.health_path, losses)
+                       log.train_path, log.health_path, losses,
+                       interrupted.signals[0] if interrupted.signals else None)
+
+
+def _inside(path: Optional[str], directory: pathlib.Path) -> Optional[str]:
+    """path relative to directory when it lies inside it, else None (a checkpoint never names a
+    place outside its run's directory)."""
+    if path is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(directory))
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel) else rel

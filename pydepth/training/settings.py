@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .errors import SettingsClashError, TrainSettingsError
@@ -77,13 +78,19 @@ class TrainSettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainSettings:
         """Settings from ``to_dict()`` form (a checkpoint's ``extra["train"]``: its text keys are
-        skipped, and missing keys take their defaults); an unknown key is refused."""
+        skipped, and missing keys take their defaults); an unknown key is refused, every value is
+        checked as the command line's option is, and a stored ``plot`` must be a relative path
+        inside the run's directory (it is read relative to that directory)."""
         if not isinstance(data, Mapping):
             raise TrainSettingsError("settings", data, "a mapping of setting names to values")
         unknown = [k for k in data if k not in _CHECKS and k not in RECORD_KEYS]
         if unknown:
-            raise TrainSettingsError(str(unknown[0]), data[unknown[0]], f"one of the settings {list(_CHECKS)}")
-        return cls(**{k: v for k, v in data.items() if k in _CHECKS})
+            raise TrainSettingsError(str(unknown[0])[:80], data[unknown[0]], f"one of the settings {list(_CHECKS)}")
+        settings = cls(**{k: v for k, v in data.items() if k in _CHECKS})
+        if settings.plot is not None and not _inside_directory(settings.plot):
+            raise TrainSettingsError("plot", settings.plot, "a relative path inside the run's directory "
+                                     "(no leading '/', drive or '..')")
+        return settings
 
     def to_dict(self) -> Dict[str, Any]:
         """The settings as a JSON-ready dict (field order)."""
@@ -109,3 +116,11 @@ class TrainSettings:
             raise SettingsClashError(clashes)
         return dataclasses.replace(self, **{k: v for k, v in given.items()
                                             if k not in RUN_FIELDS and v is not None})
+
+
+def _inside_directory(path: str) -> bool:
+    """Whether path, read relative to a directory, stays inside it."""
+    if not path or "\x00" in path or os.path.isabs(path) or os.path.splitdrive(path)[0]:
+        return False
+    parts = path.replace("\\", "/").split("/")
+    return ".." not in parts and path not in (".", "./")

@@ -2,8 +2,9 @@
 optimizer step that can observe residual health on the same reverse pass."""
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, ContextManager, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -78,12 +79,15 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
 
 
 def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
-               observe: bool = False) -> Tuple[float, Optional[DepthHealthReport]]:
+               observe: bool = False, interruptible: Optional[ContextManager[Any]] = None
+               ) -> Tuple[float, Optional[DepthHealthReport]]:
     """Zero gradients, :func:`loss_and_gradients` (observing residual health on the reverse pass
     when observe=True), one optimizer step. Returns the loss before the step and the report
-    (None unless observed)."""
+    (None unless observed). ``interruptible`` is entered around the forward and reverse passes
+    only, the part that may be abandoned: the optimizer step is all or nothing."""
     optimizer.zero_grad()
-    value, report = loss_and_gradients(model, batch, observe=observe)
+    with interruptible if interruptible is not None else contextlib.nullcontext():
+        value, report = loss_and_gradients(model, batch, observe=observe)
     optimizer.step()
     return value, report
 

@@ -1,0 +1,58 @@
+"""The manifest of a result directory: every finished part's row count, cell count and SHA-256,
+recorded right after the part is renamed into place. Parts are checked against it before a
+resume, a read or a rerun trusts them."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+from typing import Any, Dict, Union
+
+from .errors import SweepStoreError
+
+__all__ = ["MANIFEST_FILE", "MANIFEST_FORMAT", "read_manifest", "write_manifest", "sha256"]
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_FORMAT = "pydepth-sweep-manifest-v1"
+_ENTRY = {"rows": int, "cells": int, "sha256": str}
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def sha256(data: bytes) -> str:
+    """The hex SHA-256 of a part's bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _entry_ok(entry: Any) -> bool:
+    return isinstance(entry, dict) and set(entry) == set(_ENTRY) and all(
+        type(entry[k]) is t for k, t in _ENTRY.items())
+
+
+def read_manifest(out: PathLike) -> Dict[str, Dict[str, Any]]:
+    """Part name -> {"rows", "cells", "sha256"}; {} when the directory has no manifest yet."""
+    path = pathlib.Path(out) / MANIFEST_FILE
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise SweepStoreError(f"{path}: not a {MANIFEST_FORMAT} file (not JSON); delete it to rebuild it "
+                              "from the parts") from None
+    parts = doc.get("parts") if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT else None
+    if not isinstance(parts, dict) or not all(_entry_ok(e) for e in parts.values()):
+        raise SweepStoreError(f"{path}: not a {MANIFEST_FORMAT} file")
+    return parts
+
+
+def write_manifest(out: PathLike, parts: Dict[str, Dict[str, Any]]) -> None:
+    """Replaces the manifest atomically (sorted keys: equal stores give equal files)."""
+    path = pathlib.Path(out) / MANIFEST_FILE
+    text = json.dumps({"format": MANIFEST_FORMAT, "parts": parts}, indent=1, sort_keys=True) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(text.encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
