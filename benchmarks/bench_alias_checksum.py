@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cost of the alias guard (issue 11, item 10): a recorded forward checksums every parameter's
 values and backward checks them again, so a training step pays two passes over the parameters.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Decoder benchmark of issue 7: pydepth versus PyTorch float64 eager, interleaved.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_decoder.py \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Speed of pydepth's elementary functions against glibc's, in C (no Python in the timed loops).
 
     python benchmarks/bench_elementary.py [--n 50000] [--repeat 31]

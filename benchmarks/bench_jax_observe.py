@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cost of one residual-health observation of a scanned JAX decoder against one jitted
 ``value_and_grad`` training step of the same model and batch, in Flax Linen (nn.remat + nn.scan,
 params stacked on axis 1), Flax NNX (nnx.vmap + nnx.scan) and Equinox (filter_vmap +

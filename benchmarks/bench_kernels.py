@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Times pydepth's matmul kernels against numpy `@` and one laptop-shape forward+backward.
 
     python benchmarks/bench_kernels.py [--threads 1 2] [--repeat 5] [--model] [--no-kernels]

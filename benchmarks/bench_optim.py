@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Optimizer step benchmark: pydepth AdamW/SGD step versus torch.optim float64 (foreach False
 and True), interleaved in one process on the same parameter sizes.
 

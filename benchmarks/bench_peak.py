@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """This CPU's peak rate of separately rounded multiply-adds (the machine line of the benchmark).
 
     python benchmarks/bench_peak.py [--threads 1,2] [--seconds 0.3]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small products, unpacked (gemm_small.c) against packed (gemm.c's blocked path): the
  * measurement behind PD_SMALL_MACS. Build the core twice, once with every product packed:
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Sweep throughput: cells per second serially, on the local default cluster (worker processes),
 on a local cluster of threads, and through a `dask scheduler` + `dask worker` processes on
 127.0.0.1, for the tiny shape and a >= 50 ms cell.

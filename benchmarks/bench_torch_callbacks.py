@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What one training-time health observation costs, against one training step, for a
 GPT-2-small-sized and a 24-layer random model (float32, CPU).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cost of one residual-health observation of a GPT-2-small-sized random model against a plain
 forward+backward of the same model and batch (issue 15).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.elementary against the platform glibc on 10^8 inputs per function and range.
 
     python benchmarks/compare_elementary_glibc.py [--count 100000000] [--chunk 10000000]

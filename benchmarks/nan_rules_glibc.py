@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Measure the NaN results of the platform glibc, the source of docs/numerics-elementary.md §10.
 
     python benchmarks/nan_rules_glibc.py [--pydepth]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This CPU's peak rate of separately rounded multiply-adds (a mul then an add, no FMA), the
  * operation pydepth's matmul kernels run: 12 independent accumulators c += a*b per vector width,
  * as in the 6x2-register micro-kernels. Built and run by bench_peak.py:

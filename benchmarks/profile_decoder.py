@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where pydepth's fwd_bwd time goes, for one benchmark shape.
 
     python benchmarks/profile_decoder.py --shape small [--threads 1] [--steps 500] [--cprofile]

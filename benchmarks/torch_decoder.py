@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A PyTorch float64 eager twin of pydepth's decoder, for benchmarks and cross-checks.
 
     python benchmarks/torch_decoder.py [--json]   # correctness check against pydepth

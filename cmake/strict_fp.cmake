@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The floating-point flags every pydepth C target compiles with, in one place.
 # Bit-exactness needs every multiply and add rounded separately: contraction off, never
 # fast-math. MSVC: /fp:precise (contracts nothing since VS 2022), never /fp:fast or /fp:contract.

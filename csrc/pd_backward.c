@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reverse pass of docs/numerics.md §6.4, hand-coded over the recorded forward: the forward
  * read backwards, one VJP per line. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reverse pass over a recorded forward (pd_backward.c); its gradient transaction is
  * pd_grad_txn.h. */
 #ifndef PD_BACKWARD_H

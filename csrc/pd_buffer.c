@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reusable large buffers. glibc serves big requests with fresh mmap pages, so every forward
  * and backward paid a page fault (and a kernel page clear) per 4 KiB of its arenas; freed
  * buffers are parked here and handed to the next request of a similar size instead. */

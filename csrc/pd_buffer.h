@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pooled float64 buffers for the arenas of forward, loss and backward (pd_buffer.c). */
 #ifndef PD_BUFFER_H
 #define PD_BUFFER_H

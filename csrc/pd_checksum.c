@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A position-dependent checksum of parameter values: a recorded graph keeps one per parameter
  * so the reverse pass can tell when values changed behind the revision counter (a writable
  * alias such as torch.from_numpy of a read-only view). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Position-dependent checksum of a float64 buffer's bit patterns (pd_checksum.c). */
 #ifndef PD_CHECKSUM_H
 #define PD_CHECKSUM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Configuration checks, parameter layout and draws, and the recorded forward pass. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Decoder configuration, parameter layout, and the recorded forward ("graph"). */
 #ifndef PD_DECODER_H
 #define PD_DECODER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The status-name table behind pd_error.h, expanded from its X-macro. */
 #include "pd_error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status codes shared by every C function: return codes, never aborts. */
 #ifndef PD_ERROR_H
 #define PD_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Gradient writers outside the reverse pass: they own the known-zero flag of pd_grad.h. */
 #include <stdint.h>
 #include <string.h>

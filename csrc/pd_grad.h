@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A parameter's gradient writers outside the reverse pass (pd_grad.c). Each keeps
  * pd_param.grad_zero true only while every gradient element is +0.0, so the gradient
  * transaction may write a contribution straight into such a gradient (pd_grad_txn.c). */

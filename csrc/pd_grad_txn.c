@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gradient transaction of docs/numerics.md §6.5: a pass's contributions reach the gradients
  * only when every result is finite, and a refused or dropped pass leaves them as it found them. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A reverse pass's parameter-gradient contributions and how they reach the gradients: all or
  * nothing, now or after the caller's check (pd_grad_txn.c). The reverse pass (pd_backward.c)
  * only fills the contributions. */

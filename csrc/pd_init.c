@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Xavier-uniform scale and fill, parameter-name validation (docs/numerics.md §2.2, §7). */
 #include <math.h>
 #include "pd_init.h"

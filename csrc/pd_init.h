@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Xavier-uniform scale and fill, and parameter-name validation. */
 #ifndef PD_INIT_H
 #define PD_INIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The host installs one check (Python: pending signals on the main thread); C polls it. */
 #include "pd_interrupt.h"
 

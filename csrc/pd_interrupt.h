@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A pending-interrupt check that long C loops call between decoder blocks. */
 #ifndef PD_INTERRUPT_H
 #define PD_INTERRUPT_H

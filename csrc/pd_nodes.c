@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The node-kind table behind pd_nodes.h, expanded from its X-macro. */
 #include "pd_nodes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one table of node kinds: the named values of a forward (per block, then global) and the
  * extra names error reports use. pydepth/_nodes.py reads it through pd_node_kind_info(). */
 #ifndef PD_NODES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SplitMix64 (docs/numerics.md §2.1). */
 #include "pd_rng.h"
 

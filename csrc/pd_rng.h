@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SplitMix64: the seed is the raw state; the state advances before mixing. */
 #ifndef PD_RNG_H
 #define PD_RNG_H

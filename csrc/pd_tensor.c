@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Zeroed buffers and the finiteness scan that reports the first bad index (docs/numerics.md §8). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Checked size arithmetic, zeroed float64 buffers and the finiteness scan (pd_tensor.c). */
 #ifndef PD_TENSOR_H
 #define PD_TENSOR_H

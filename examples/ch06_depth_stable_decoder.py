@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Chapter 6: initialize residual projection weights for decoder depth, then observe residual
 activation RMS and completed mean-loss adjoints.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Compare the depth policy with its same-base unscaled control across depths: the largest
 activation and adjoint ratios at each depth, from one base draw per depth.
 

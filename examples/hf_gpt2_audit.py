@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GPT-2 (Hugging Face, built from a config) whose c_proj depth scaling was skipped — the bug of
 transformers issue 47458 — found by the audit, fixed with the GPT-2 scheme 1/sqrt(2L), and its
 residual health observed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Hugging Face Llama built from a config (nothing is downloaded): audit its initialization,
 observe residual health at every site, apply this project's depth scaling, audit again.
 

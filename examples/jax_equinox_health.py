@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Levanter-style Equinox decoder (blocks built with filter_vmap, run with lax.scan, one
 example per call and the batch vmapped in the loss): per-layer depth scaling, the audit naming
 the scheme, and the residual-health report.

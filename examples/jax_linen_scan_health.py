@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A MaxText-style Flax Linen decoder (layers under nn.remat + nn.scan, parameters stacked on
 axis 1): depth scaling of the stacked output projections, the initialization audit, and the
 residual-health report — no change to the model code.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Observe the residual health of your own decoder configuration, next to its same-base
 unscaled control.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Pack several sequences into padded rows, run a grouped-query decoder on them, and observe
 residual health over the valid positions only.
 

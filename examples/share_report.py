@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Observe a small decoder with its same-base control, then turn the output directory into one
 self-contained HTML page (needs the 'plot' extra). Usage: python examples/share_report.py [DIR]"""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The depth check on a reduced grid: where does the unscaled control leave the band?
 
 Runs depths 1..32 x 3 seeds x {scaled, unscaled} at initialization (step 0) on the local Dask

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth's decoder as a PyTorch module: exact round trips, float64 agreement with pydepth's
 bit-exact core, depth scaling through the bridge, and the same residual-health report.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Train a tiny depth-initialized decoder on the bundled corpus with AdamW, save a checkpoint
 halfway, resume from it, and check that the resumed run equals the uninterrupted one bit for bit.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health watched while training: two copies of a Hugging Face Llama built from a config
 (nothing is downloaded), one with this project's depth scaling, trained side by side with AdamW;
 a HealthMonitor observes each every 5 steps on a held batch and writes JSON lines (and

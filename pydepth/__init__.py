@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth: depth-aware initialization and residual health for small float64 decoders,
 bit-exact to the chapter's reference core."""
 from typing import Any

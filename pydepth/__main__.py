@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``python -m pydepth``: the same command line as the ``pydepth`` console script."""
 import sys
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks shared by every public entry point: exact ints in a range, real and positive finite
 numbers, plain (unmasked) arrays. Each refusal raises the caller's error type naming the value."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Module paths users already import that now live in subpackages: ``import pydepth.demo`` (and
 ``pydepth.demo`` as an attribute) give the module at its new home, the same object."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Batch: occurrence-local packed rows of segments, with padding and validity."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checkpoints as safetensors files: float64 parameters under their pydepth names, optimizer
 slots under ``optimizer.{name}.{slot}``, and a ``pydepth`` JSON metadata entry (config,
 construction record, generator state, step, optimizer hyperparameters, versions).

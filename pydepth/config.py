@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """DecoderConfig: validated decoder dimensions and the checked parameter census."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth-scaled initialization of a decoder's residual output projections (chapter 6, docs/numerics.md §3.3).
 
 A fresh preparation draws one Xavier base decoder from a clone of the caller's generator;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """exp, log, log1p, sin, cos and pow with the bits of the reference platform on every platform.
 
 These are the functions the decoder's core computes with: pydepth's own implementations of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The exception hierarchy of pydepth; every error names the offending value."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health: activation RMS and completed mean-loss adjoint RMS at every residual site
 (chapter 6; formulas in docs/numerics.md §9).
 

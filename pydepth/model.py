@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """DecoderModel, its named parameters, forward records and graph values."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Optimizers over a model's parameters (SGD, AdamW) stepping in the C core, and learning-rate
 schedules as plain callables of the step. The per-element arithmetic is docs/numerics-optimizers.md."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Thread count of the C kernels: set_num_threads(n) or PYDEPTH_NUM_THREADS."""
 from __future__ import annotations
 

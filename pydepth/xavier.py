@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Xavier-uniform scale: fan-based variance, standard deviation and uniform limit."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared fixtures and helpers: the published reference figures (tests/reference/README.md),
 the chapter's inputs and the bit view every bit-exact check uses. Test modules import the
 helpers with ``from conftest import bits, SEED, ...``."""

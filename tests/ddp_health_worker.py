@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run by tests/test_torch_callbacks.py: the same tiny float64 Llama trained six SGD steps by two
 gloo processes under DistributedDataParallel (each on half of every batch) and by one process
 on whole batches, observed every 2 steps on a held batch. Writes, in the directory given:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The platform C library's own exp/log/log1p/sin/cos/pow, as the oracle for pydepth.elementary.
 
 A tiny C program (compiled once per session with the system compiler) streams float64 inputs

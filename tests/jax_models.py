@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tiny float64 decoders in Flax Linen, Flax NNX and Equinox, each unrolled and scanned, for the
 JAX bridge's tests. Every block takes an optional explicit perturbation ``eps`` [3, *x] added at
 its input, to its attention output and to its output, and then also returns the three site

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """An independent numpy implementation of docs/numerics.md (plain multi-head attention, unpacked rows).
 
 It reproduces the reference core's initialization, forward pass, mean next-token loss

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """checkpoint.save as a file-system citizen: no orphaned temporaries, the umask's or the
 replaced file's mode, symlinks written through, typed refusals that keep the old file, a
 durable directory entry, and byte-identical files for equal states."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The reverse pass: finite differences, accumulation, selected adjoints, stale and released graphs."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A committing reverse pass writes its contributions straight into gradients known to hold
 only +0.0 (fresh or zeroed) and writes the logits adjoint over the saved softmax; the bits are
 those of the buffered pass, and every refusal leaves the gradients exactly as they were."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Packed and padded batches: occurrence-local positions, no leakage, valid-target loss."""
 import numpy as np
 import pytest

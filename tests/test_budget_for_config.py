@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """DepthInitializationBudget.for_config: exactly the budget a configuration needs."""
 import pytest
 

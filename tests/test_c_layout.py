@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The C core stays readable: no function outside csrc/kernels/ is longer than 80 lines, every C
 file that exports something has the header named after it, and the include arrows point one way
 (core -> kernels -> platform; the reverse pass apart from its gradient transaction); comments

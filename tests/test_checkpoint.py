@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """safetensors checkpoints: exact round trips, exact resume, atomic writes, typed refusals of
 every kind of bad file."""
 import json

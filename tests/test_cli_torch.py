@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth audit`` and ``pydepth observe`` on pydepth configs, Hugging Face config files and
 local Hugging Face model directories (nothing is downloaded)."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The command line as a new user meets it: --version, help on every option, the same option
 names everywhere, observe --control/--band/--output, and a clear message from an unbuilt tree."""
 import argparse

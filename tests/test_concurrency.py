@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Concurrent callers of one graph or one model, fork after the thread pool ran, and interpreter
 exit while C work runs (issue 11, items 2 and 3)."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """DecoderConfig validation and the checked parameter census."""
 import math
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Parameter construction: reference draw order, names, shapes, bits and rng transactions."""
 import gc
 

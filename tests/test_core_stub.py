@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth/_native/_core.pyi describes exactly what the compiled pydepth._native._core exports."""
 import ast
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The chapter demo, its schema, the published tables and the command line."""
 import json
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth-scaled initialization (docs/numerics.md §3.3): policy, budget, fresh preparation and completion,
 construction records, restoration and construction states."""
 import dataclasses

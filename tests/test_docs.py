@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The numerics contract lives in the repository and every section the code cites exists."""
 import pathlib
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.elementary: the decoder's exp/log/log1p/sin/cos/pow equal glibc's FMA build bit for bit.
 
 The oracle is the platform libm (tests/glibc_oracle.py), which on this reference platform is the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every script in examples/ runs as a user would run it (outside the source tree), prints what a
 person reads (no JSON dump on stdout), and writes JSON and plots to files when asked."""
 import json

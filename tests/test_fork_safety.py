@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fork() while another thread runs a reverse pass: the child never inherits a lock held by a
 thread it does not have (model locks, the buffer pool, the thread pool) and computes the same
 bits as the parent."""

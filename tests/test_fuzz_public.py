@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hypothesis fuzz over the public entry points: every call returns finite results or raises a
 PydepthError, never crashes, and a refusal leaves the caller's state (generators, parameter
 values, gradients and revisions) untouched (issue 11).

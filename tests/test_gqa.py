@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Grouped-query attention: fewer key/value heads, each shared by a group of query heads."""
 import numpy as np
 import pytest

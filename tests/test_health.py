@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health observer: reference RMS values, padding, error paths,
 classification and the no-side-effect guarantee."""
 import json

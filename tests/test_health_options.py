@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health options: a caller-chosen band recorded in the report, the gradient-preserving
 observer mode, and the report builders other observers (the PyTorch bridge) call."""
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Crafted checkpoint files: claims bounded by what the file holds, special files, deep JSON,
 foreign dtypes, oversized metadata — every refusal typed, none slower than reading the file."""
 import json

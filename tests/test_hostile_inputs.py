@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hostile inputs: huge layer counts refused in O(1), refusals that leave gradients alone, and
 Ctrl-C between blocks (issue 11, items 4, 5 and 9)."""
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad input raises a typed error naming the value and position, and mutates nothing."""
 import numpy as np
 import pytest

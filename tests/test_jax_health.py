@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.jax.observe_residual_health on Flax Linen, Flax NNX and Equinox decoders, unrolled
 and scanned (Linen nn.remat + nn.scan with param_scan_axis=1, NNX nnx.vmap + nnx.scan, Equinox
 filter_vmap + lax.scan): the RMS of every site and of its completed adjoint equal a brute-force

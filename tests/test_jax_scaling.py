@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.jax.apply_depth_scaling and audit_initialization on Flax Linen variables, NNX modules
 and Equinox modules, unrolled and scanned: exactly the selected tensors (each stacked layer
 slice with its own factor) become numpy's float64 product, a mark travels with the model, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A batch sharded over two host devices gives the report of the unsharded batch: the site sums
 are reduced across devices by autodiff. XLA reads the device count at first import, so the
 check runs in a fresh interpreter with XLA_FLAGS set."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The C matmul kernels and thread pool: bit-identical to the sequential reference order for
 every shape, dispatch path and thread count; no FMA instruction in the built extension."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pydepth laptop` at a reduced size: the same code path as the 32.5M-parameter plan."""
 import json
 import subprocess

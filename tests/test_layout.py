@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package layout: a short top level, no import circle, and the old module paths users already
 import still give the same modules."""
 import ast

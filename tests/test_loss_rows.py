@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The loss's row pass (csrc/ops/loss.c: interleaved max chains, tail sums of four rows at a
 time, vector division) against the independent reference implementation, bit for bit, where
 it is easiest to get wrong: tied maximal logits and row counts around the group of

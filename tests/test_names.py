@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Node kinds and status codes have one source, the C tables, and Python reads them."""
 import re
 

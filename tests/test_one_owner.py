@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Each rule has one owner: the core checks id ranges and the translation words them once;
 the depth policy applies the depth rule; one clone, one bit formatter, one laptop config."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Optimizers: the documented per-element order bit for bit, agreement with torch.optim in float64,
 thread-count invariance, all-or-nothing refusal, revisions, schedules and optimizer state."""
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hyperparameters and loaded states that would wreck a model "successfully": decay factors
 lr*weight_decay outside [0, 1), negative second moments, duplicate slot names."""
 import json

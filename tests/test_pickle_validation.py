@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Unpickling is construction: a pickled DecoderConfig is checked like a new one, and a core
 status that escapes translation is still a readable PydepthError."""
 import copyreg

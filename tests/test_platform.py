@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Platform-dependent helpers give the same meaning on every OS (issue 13)."""
 import sys
 import types

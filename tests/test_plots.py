@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ratio plots in the shared style: nothing clipped, integer site ticks labelled by stage, the
 band shaded on a log axis, out-of-band points marked and annotated, titles naming model, depth,
 seed and policy, a control overlay through the public API, PNG and SVG."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Anything importable is reachable: the Cython skin checks its inputs instead of reading or
 writing past a buffer (issue 11, items 1 and 8)."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The README stays true: every ```python block runs as it stands (outside the source tree,
 against the installed package), and every example it links exists."""
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth against an independent numpy implementation of docs/numerics.md, bit for bit.
 
 ``reference_impl.py`` (next to this file) implements the numerics contract without

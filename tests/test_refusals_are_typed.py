@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every refusal is a typed PydepthError naming the bad value, built-in type kept where natural
 (issue 11, items 6 and 7)."""
 import os

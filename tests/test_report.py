@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth report DIR``: one self-contained HTML page for each kind of output directory, which a
 real browser (headless Chromium) loads without errors, with every figure drawn."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SplitMix64 against an independent Python transcription of docs/numerics.md §2.1."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SiLU takes its exponentials from the array exp (issue 17) and keeps the scalar branches' bits."""
 import numpy as np
 

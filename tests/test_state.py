@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Model state dicts, and pickle / deepcopy that reproduce every bit (values, gradients,
 revisions, generator states, optimizer slots) and keep shared identity."""
 import copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Sweeps: the grid, one cell's rows, Dask engines equal to the serial run bit for bit (a real
 `dask scheduler` and two `dask worker` processes on 127.0.0.1), resume after a killed run, a
 row recomputed alone, the depth check's figures and summary, and the CLI."""

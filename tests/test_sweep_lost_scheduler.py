@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Dask scheduler killed mid-sweep: the command ends with one line naming the loss and exit 1
 (no traceback), the finished parts are kept and verified, and the same command resumes."""
 import os

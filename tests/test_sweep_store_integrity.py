@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A sweep store that notices damage: flipped bytes, a part copied under another name, a row
 deleted from a part, a crafted spec file — each refused by resume, reads and --rerun with a
 typed error naming the part, and recomputed only when asked."""

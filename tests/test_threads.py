@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Thread settings, and concurrent Python callers of one model."""
 import os
 import subprocess

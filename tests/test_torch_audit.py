@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """audit_initialization: expected standard deviations per role, the verdicts that name the
 usual mistakes (a GPT-2 whose c_proj scaling was skipped, a Llama scaled twice)."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.torch.callbacks: residual health watched while training. A plain-loop HealthMonitor, a
 transformers TrainerCallback and a Lightning Callback observe every N steps, flatten the report
 into metrics, hand them to TensorBoard, W&B (offline), MLflow (local file store) and JSON lines,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """observe_residual_health on every family the bridge accepts, against hooks written here from
 scratch (forward hooks at the residual states, their gradients from loss.backward()): Gemma2 and
 Gemma3 read after the post-branch norm, prompt masking with the caller's attention mask, OLMo2,

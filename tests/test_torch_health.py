@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.torch.observe_residual_health: the twin's report equals pydepth's own; hooks capture
 the true residual stream (checked by finite differences through another route) on Hugging Face
 and other decoders; masking, parallel residuals, no side effects, and the refusals."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Refusals that say what was found and what to do: unknown structures name the ArchitectureSpec
 fields, transformers' class lists never reach the user, inference mode, in-place compilation and
 tuple outputs get messages of their own."""

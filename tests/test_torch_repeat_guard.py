@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The depth-scaling mark travels with the weights: scaling a model and then its backbone, a
 model saved and loaded again, or a fresh model loaded from a scaled state dict is refused
 unless forced; the audit reads the mark too."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """apply_depth_scaling: the tensors each architecture selects, the factors of each scheme, the
 record, one application only, atomic refusals; the twin matches pydepth's own depth init bit
 for bit."""

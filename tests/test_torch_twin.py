@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pydepth.torch twin: exact round trips, float64 agreement with pydepth within 1e-12, packed
 batches and grouped-query attention, typed refusals, and importing without torch."""
 import subprocess

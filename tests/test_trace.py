@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fixture_trace and `pydepth trace` reproduce trace-public.json in every bit."""
 import json
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pydepth train` on the bundled corpus: interrupted and resumed runs equal the uninterrupted
 run bit for bit; observing does not change training; byte documents and packed batches."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pydepth train` against hostile settings, checkpoints, signals and logs: a memory budget
 checked before allocating, Ctrl-C and SIGTERM inside a step, stored options checked like the
 command line's and kept inside the run's directory, a torn last log line."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The library owner of a training run: TrainSettings checked once, naming the bad field;
 run_training equal bit for bit to ``pydepth train``; progress reported per step; exact resume."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pydepth verify`: the packaged public fixtures recomputed bit for bit, with the first
 differing value named (issue 13)."""
 import copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Models for the bridge tests: the public fixtures as pydepth models, and tiny decoders of
 every architecture the bridge recognizes, built from configs (nothing is downloaded): the
 Hugging Face families of :data:`HF_FAMILIES`, and small stand-ins with the module structure

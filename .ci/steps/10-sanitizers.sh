@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ASan + UBSan: the extension built with both sanitizers in its own build directory, installed
 # into a throwaway venv that sees the CI venv's packages (numpy, pytest, ...) behind its own, and
 # the whole test suite run with it and the sanitizer runtimes preloaded (subprocesses the tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The suite with only the 'test' extra: a fresh venv without torch, transformers, Dask or
 # matplotlib must pass, each test that needs one of them skipping with the extra's name.
 # Run from the repository root with the CI venv active (its build tools build the wheel once).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bit-exact tests under glibc WITHOUT its FMA/AVX2 code paths (what a CPU without FMA runs):
 # pydepth computes its own exp/log/log1p/sin/cos/pow, so the trace must not change by a bit.
 # Run from the repository root with the CI venv active; exits non-zero on any difference.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Cross-platform runs of the C test programs (tests/c, built by CMake, run by ctest):
 # native, aarch64 glibc under qemu-aarch64, x86-64 musl (static, musl-gcc), Windows AMD64
 # (zig cc, mingw-w64 ABI) under wine, and macOS arm64 / x86-64 (zig cc: build and link only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Blocked, packed, multi-threaded products. Each thread owns a disjoint block of C; inside
  * it, every output's sum runs k = 0..K-1 in order: k-blocks hand the partial sum on through
  * C itself (stored and reloaded exactly), and acc mode adds the original C once at the end,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Deterministic dense products: every output sums its terms in ascending k from +0.0,
  * one rounded multiply then one rounded add per term (never FMA, never reassociated).
  * acc == 0: C = s;  acc != 0: C = C + s  (s fully formed first, then one addition). */

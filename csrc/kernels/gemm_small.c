@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unpacked small products: the path's vector kernel over B rows read in place (a transposed B
  * copied k-major first), and the portable kernel every path falls back on. */
 #include "gemm_small.h"

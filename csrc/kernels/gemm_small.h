@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unpacked products for sizes where packing costs more than it saves (gemm_small*.c): every
  * output still sums its terms in ascending k from +0.0, one multiply then one add per term,
  * and acc mode adds the sum to C once at the end, so the bits equal pd_mm_ref's. */

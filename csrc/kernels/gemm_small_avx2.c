@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 small products: tiles of 4 rows by one or two 4-wide column vectors, B rows read in
  * place, A broadcast in place; the last N % 4 columns go to the portable kernel. Multiply and
  * add stay separate instructions (the functions target AVX2, never FMA). */

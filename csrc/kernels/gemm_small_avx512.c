@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
  * place through masked loads at the right edge, A broadcast in place. Multiply and add stay
  * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gradient check and commit loops, one body compiled for each vector width. */
 #include <string.h>
 #include "grad_loops.h"

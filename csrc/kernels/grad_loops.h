@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The element loops of the gradient check and commit (docs/numerics.md §6.5), in the widest
  * vectors the products' path allows (isa.h): the same additions element by element on every path. */
 #ifndef PD_GRAD_LOOPS_H

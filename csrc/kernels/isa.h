@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The instruction set the products' path runs (gemm.c chooses it), for the other vector loops
  * that follow it: one choice, so forcing a path for tests moves every loop along. */
 #ifndef PD_ISA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reference-order product loops: every output sums its terms in ascending k from +0.0. */
 #include "mm_ref.h"
 

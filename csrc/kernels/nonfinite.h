@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The branch-free finiteness bit shared by the kernels' and the core's scans. */
 #ifndef PD_NONFINITE_H
 #define PD_NONFINITE_H

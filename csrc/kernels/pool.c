@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Persistent thread pool (pthreads or Win32 through platform/pd_thread.h) behind pd_parallel_for. Chunks are handed out dynamically, but each
  * index is processed by exactly one call, so tasks that write only their own outputs give
  * identical results for any thread count. One job runs at a time (callers from several

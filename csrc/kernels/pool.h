@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The persistent thread pool behind every parallel loop of the core (kernels/pool.c). */
 #ifndef PD_POOL_H
 #define PD_POOL_H

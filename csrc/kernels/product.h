@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One product's operands, as every kernel entry below pd_mm_nn/nt/tn takes them. */
 #ifndef PD_PRODUCT_H
 #define PD_PRODUCT_H

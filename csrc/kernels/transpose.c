@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Portable transposes, the edges every path leaves to them, and the choice of path variant. */
 #include "transpose.h"
 #include "../platform/pd_platform.h"

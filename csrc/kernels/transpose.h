@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transposes of a stored-row operand into k-major order (transpose*.c), the one owner of the
  * register block transposes: the unpacked products' whole copy and the packed panels' gather. */
 #ifndef PD_TRANSPOSE_H

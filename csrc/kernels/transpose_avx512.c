@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512F transposes: one 8x8 block transposed in registers serves the whole k-major copy and
  * the packed panels alike; the edges go to the portable code. */
 #include "../platform/pd_platform.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Micro-kernels and cache blocking of each instruction-set path (ukernel_*.c), read by gemm.c. */
 #ifndef PD_UKERNEL_H
 #define PD_UKERNEL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 6x8 micro-kernel: 12 ymm accumulators, each lane one output of C. Multiply and add
  * stay separate instructions (the function targets AVX2, never FMA). */
 #include "../platform/pd_platform.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (target avx512f; contraction is off,
  * so no FMA is emitted even though the ISA has one). Only dispatched when the CPU has it. */
 #include "../platform/pd_platform.h"

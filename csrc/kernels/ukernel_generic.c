@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Portable 4x4 micro-kernel (plain C, SSE2 at most): the "baseline" path. */
 #include "ukernel.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* NEON (Advanced SIMD) 6x8 micro-kernel for aarch64: 24 two-lane accumulators, each lane one
  * output of C. Multiply and add stay separate instructions (vmulq then vaddq, never vfmaq). */
 #include "../platform/pd_platform.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bit patterns of doubles (docs/numerics-elementary.md §1: bits, dbl, e, hw) and the NaN
  * results of §10, built from their bits so no hardware NaN rule is involved. */
 #ifndef PD_LIBM_BITS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exp (docs/numerics-elementary.md §2). */
 #include "exp_steps.h"
 #include "libm_internal.h"

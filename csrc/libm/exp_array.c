@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exp over arrays (docs/numerics-elementary.md §7.3): the path chosen once per process. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exp over arrays (docs/numerics-elementary.md §7.3): pd_exp_array and its path choice are
  * declared in pd_libm.h; this is the AVX2+FMA loop exp_avx2.c provides for exp_array.c. */
 #ifndef PD_LIBM_EXP_ARRAY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exp four lanes at a time with AVX2 and FMA (docs/numerics-elementary.md §7.3): the steps
  * E1-E4 of §2.2 lane by lane, the table read by gather; lanes outside §2.1's main class take
  * the scalar pd_exp. x86-64 GCC/clang only; the function is an FMA build (§7.1). */

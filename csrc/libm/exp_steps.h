@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The steps E1-E4 of exp (docs/numerics-elementary.md §2.2), shared by exp and pow (§4.4). */
 #ifndef PD_LIBM_EXP_STEPS_H
 #define PD_LIBM_EXP_STEPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exp's step E5: the result when 2^(k/128) itself is out of range (docs/numerics-elementary.md
  * §2.2), shared with pow (§4.4). */
 #include "exp_steps.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The FMA build of every function (docs/numerics-elementary.md §7.1): the function files once
  * more, each fma one instruction, every function named pd_libm_fma_*. x86-64 GCC/clang only. */
 #include "../platform/pd_platform.h"

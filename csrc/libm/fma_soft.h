@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* a*b + c rounded once without the FMA instruction (docs/numerics-elementary.md §7.2):
  * Dekker's exact product, Knuth's two-sum, Boldo & Melquiond's rounding to odd. */
 #ifndef PD_LIBM_FMA_SOFT_H

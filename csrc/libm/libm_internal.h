@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The builds of each function (variant.h) and the steps shared between files. */
 #ifndef PD_LIBM_INTERNAL_H
 #define PD_LIBM_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log (docs/numerics-elementary.md §3). */
 #include "variant.h"
 #include "libm_internal.h"

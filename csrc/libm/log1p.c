@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log1p (docs/numerics-elementary.md §5): 1 + x = 2^k (1 + f), log(1 + f) from s = f/(2 + f). */
 #include "variant.h"
 #include "libm_internal.h"

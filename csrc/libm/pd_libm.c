@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The functions of pd_libm.h, pd_exp ... pd_pow: each calls the build chosen once per process
  * (docs/numerics-elementary.md §7.1). */
 #include <stdlib.h>

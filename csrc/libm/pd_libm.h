@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pydepth's elementary functions: the interface the rest of the core and the Cython skin use
  * (docs/numerics-elementary.md §11). The same bits as glibc (2.28+) on x86-64 with FMA, on
  * every platform and build; plain functions of doubles that never fail. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pow (docs/numerics-elementary.md §4): exp(y log x) with log x to about 68 bits. */
 #include "exp_steps.h"
 #include "libm_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The helper predicates of pow's special cases (docs/numerics-elementary.md §4.1). */
 #ifndef PD_LIBM_POW_RULES_H
 #define PD_LIBM_POW_RULES_H

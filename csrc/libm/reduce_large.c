@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The large reduction of sin and cos, 105414336 <= |x| < inf (docs/numerics-elementary.md §6.5,
  * Payne and Hanek): no operation here is fused, so there is one build on every platform. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The large reduction of sin and cos (docs/numerics-elementary.md §6.5). */
 #ifndef PD_LIBM_REDUCE_LARGE_H
 #define PD_LIBM_REDUCE_LARGE_H

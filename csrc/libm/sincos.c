@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sin and cos (docs/numerics-elementary.md §6): Ziv's table method on x = n pi/2 + (a + da). */
 #include "variant.h"
 #include "libm_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which build of the functions a translation unit compiles (docs/numerics-elementary.md §7.1).
  *
  * On x86-64 with GCC or clang every function is built twice: fma_build.c includes the function

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Segment-causal scaled dot-product attention over head lanes (docs/numerics.md §5.3-§5.4,
  * §6.2; why the shortened sums are exact: §8). The score, mixing and gradient
  * products run through the blocked kernels one block of RB rows (or key columns) at a time,

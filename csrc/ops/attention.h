@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Segment-causal attention forward and VJP over head lanes (ops/attention.c). */
 #ifndef PD_OPS_ATTENTION_H
 #define PD_OPS_ATTENTION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Token lookup and its scatter-add VJP (docs/numerics.md §5.6, §6.2). */
 #include "embedding.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Token lookup and its scatter-add VJP (ops/embedding.c). */
 #ifndef PD_OPS_EMBEDDING_H
 #define PD_OPS_EMBEDDING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The head split and merge relabellings between [B, T, Hn*D] rows and [B, Hn, T, D] heads
  * (docs/numerics.md §5.3): exact copies, rows on the pool. */
 #include "heads.h"

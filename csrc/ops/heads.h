@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The head split and merge relabellings (ops/heads.c). */
 #ifndef PD_OPS_HEADS_H
 #define PD_OPS_HEADS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Valid-target mean NLL from the logits and its VJP (docs/numerics.md §5.7, §6.2). */
 #include <math.h>
 #include <stdlib.h>

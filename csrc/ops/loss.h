@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Valid-target mean NLL from the logits and its VJP (ops/loss.c). */
 #ifndef PD_OPS_LOSS_H
 #define PD_OPS_LOSS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RMSNorm forward and VJP, rows on the pool (docs/numerics.md §5.1, §6.2). */
 #include <math.h>
 #include "rmsnorm.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RMSNorm forward and VJP (ops/rmsnorm.c) over rows rho = b*T + t; invalid rows are skipped
  * and left at +0.0. */
 #ifndef PD_OPS_RMSNORM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE tables and rotations (docs/numerics.md §5.2, §6.2). */
 #include <math.h>
 #include "rope.h"

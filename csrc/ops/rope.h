@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE tables and rotations (ops/rope.c). */
 #ifndef PD_OPS_ROPE_H
 #define PD_OPS_ROPE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Elementwise pieces of the block: SiLU, residual adds, the gate product and the SwiGLU VJP
  * (docs/numerics.md §5.5, §6.2). Every output depends on its own inputs only, so chunks run on
  * the pool. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SiLU, residual adds, the gate product and the SwiGLU VJP, elementwise (ops/swiglu.c). */
 #ifndef PD_OPS_SWIGLU_H
 #define PD_OPS_SWIGLU_H

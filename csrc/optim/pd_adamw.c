@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AdamW: Adam with decoupled weight decay and bias correction (PyTorch's single-tensor AdamW). */
 #include <math.h>
 #include "pd_adamw.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AdamW: Adam with decoupled weight decay and bias correction (pd_adamw.c). */
 #ifndef PD_ADAMW_H
 #define PD_ADAMW_H

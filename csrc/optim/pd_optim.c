@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The all-or-nothing driver: a check pass over every tensor, then a commit pass. The element
  * arithmetic is a pure function of its operands, so the commit recomputes exactly what was checked. */
 #include <stdint.h>

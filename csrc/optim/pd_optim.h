@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every optimizer shares: a tensor's operands, the all-or-nothing driver that runs an
  * optimizer's element loop over them, and integer powers. The per-element operation order of
  * each optimizer is the contract in docs/numerics-optimizers.md. */

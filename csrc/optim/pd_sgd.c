@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SGD with optional momentum and L2 weight decay (PyTorch's SGD without dampening/nesterov). */
 #include <math.h>
 #include "pd_sgd.h"

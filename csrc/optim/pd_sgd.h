@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SGD with optional momentum and L2 weight decay (pd_sgd.c). */
 #ifndef PD_SGD_H
 #define PD_SGD_H

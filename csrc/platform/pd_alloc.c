@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200112L /* posix_memalign under strict -std=c11 */
 #endif

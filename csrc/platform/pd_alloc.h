@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* 64-byte aligned blocks: posix_memalign on POSIX, _aligned_malloc on Windows. Memory from
  * pd_aligned_alloc must go back through pd_aligned_free (Windows cannot free() it). */
 #ifndef PD_ALLOC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The few atomic operations the core uses: C11 <stdatomic.h> where the compiler has it,
  * Interlocked intrinsics under MSVC (whose C11 atomics are still experimental). */
 #ifndef PD_ATOMIC_H

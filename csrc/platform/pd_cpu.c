@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CPUID and XGETBV read directly, so no compiler runtime (__builtin_cpu_supports) is needed. */
 #include "pd_cpu.h"
 #include "pd_platform.h"

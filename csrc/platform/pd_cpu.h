@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Run-time CPU features for kernel dispatch: the instruction set and the OS saving its
  * registers. Always 0 off x86-64. */
 #ifndef PD_CPU_H

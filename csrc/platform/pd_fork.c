@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one owner of fork(): before the fork every lock of the core is taken, after it the parent
  * releases them and the child (whose only thread is the one that forked) releases them and
  * starts with an empty thread pool. The pool goes first: its jobs' tasks take the buffer lock,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork safety of the core (pd_fork.c): one at-fork handler for every lock the core holds. */
 #ifndef PD_FORK_H
 #define PD_FORK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiler and architecture facts the core needs, decided once here. */
 #ifndef PD_PLATFORM_H
 #define PD_PLATFORM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A thin thread layer: POSIX threads, or Win32 (SRW locks, condition variables, one-time
  * init, fiber-local storage with destructors). Every object below can be statically
  * initialized with its PD_*_INIT, as the pool and the buffer cache need. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pd_thread.h over POSIX threads (Linux glibc and musl, macOS). */
 #include "pd_thread.h"
 #if !defined(_WIN32)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pd_thread.h over Win32: SRW locks, condition variables, INIT_ONCE and fiber-local storage
  * (whose callback frees a thread's slot at thread exit, like a pthread key destructor). */
 #include "pd_thread.h"

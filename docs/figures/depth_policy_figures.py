@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Draws the figures of docs/depth-policy.md (needs the 'plot' extra; about a minute on 2 cores),
 or with --table prints its table (a few minutes).
 Usage: python docs/figures/depth_policy_figures.py [OUT_DIR | --table]   (default: this file's folder)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Replacing a file atomically: a temporary file in the target's directory, fsync, rename, fsync
 of the directory. The new file gets the replaced file's mode (or the umask's), a symlink is
 followed to its target, and temporary files of writers that died are removed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The safetensors container of a checkpoint: reading a regular file whose size bounds every
 later check, validating its header before any tensor is touched, and encoding a header whose
 bytes depend only on the tensors and metadata (sorted keys, fixed separators)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """IEEE-754 binary64 bit patterns as 16 lowercase hex digits: the one spelling every record,
 trace and demo document uses."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Declarations of the C core; nothing here runs.
 from libc.stdint cimport uint64_t, int64_t, uint8_t
 

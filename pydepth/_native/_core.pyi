@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Type hints for the Cython skin over the C core (pydepth/_core.pyx)."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

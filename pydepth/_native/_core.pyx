@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The thin skin over pydepth's C core: buffers, lifetimes and the GIL. Policy lives in Python."""
 from cpython.buffer cimport PyBUF_WRITABLE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Skin over the core's elementary functions: contiguous float64 in, caller's float64 out, GIL off."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Peak resident memory of this process, on Linux, macOS and Windows."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Names of the values a forward records, read from the C node-kind table (csrc/pd_nodes.h)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Turns C-core status codes into pydepth's typed exceptions.
 
 Codes and their identifiers come from the C table (csrc/pd_error.h, read through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The message for an import of pydepth whose compiled core is missing (an unbuilt source tree)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth-scaling schemes by name, the records of a scaling and of an audit, and the audit's
 verdict: one owner for every bridge (PyTorch and JAX), free of any framework import.
 

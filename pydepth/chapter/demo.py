@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The chapter 6 demo: worked coefficients, four seeded fixtures (depth-initialized and
 same-base unscaled control), synthetic classifier arrays and the symbolic laptop plan.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The chapter's published tables (six decimals) checked against pydepth's recomputation: the
 four demo fixtures' site RMS values and ratios, their normalizers and their same-base controls."""
 from __future__ import annotations

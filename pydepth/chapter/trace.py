@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Export one fixture in the pydepth-reference-trace-v1 schema (bit patterns as hex)."""
 from __future__ import annotations
 

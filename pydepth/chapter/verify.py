@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checks the bit-exactness claim on this machine: every traced value of the public fixtures
 (shipped inside the package) recomputed and compared bit for bit."""
 from __future__ import annotations

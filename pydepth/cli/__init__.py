@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ``pydepth`` command line: one module per subcommand, each with ``register`` and ``run``.
 
 Exit codes: 0 success; 1 a refused input or a failed self-check (message on stderr);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Argument types and small helpers shared by every ``pydepth`` subcommand."""
 from __future__ import annotations
 

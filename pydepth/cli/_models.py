@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Model sources of the subcommands that accept torch models: a pydepth config, a Hugging Face
 config file, or a Hugging Face model directory (local files only; nothing is downloaded)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth observe`` on a Hugging Face model directory or config: residual health through
 :func:`pydepth.torch.observe_residual_health` (kept apart from the pydepth-config path)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth audit``: compare every weight matrix's standard deviation with a depth scheme."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth demo``: the chapter's fixed example (four seeded fixtures)."""
 from __future__ import annotations
 

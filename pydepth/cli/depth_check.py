@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth depth-check``: the depth-check sweep preset with its figures and band summary."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth laptop``: the chapter's 32.5M-parameter laptop plan, built and run once."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth observe``: depth-initialize a configured decoder and observe its residual health."""
 from __future__ import annotations
 

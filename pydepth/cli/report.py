@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth report``: one self-contained HTML page from a run's output directory."""
 from __future__ import annotations
 

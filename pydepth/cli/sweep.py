@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth sweep``: residual health over a grid of depths, widths, seeds, policies and steps,
 on Dask, into a Parquet result directory; ``--rerun DIR ROW_ID`` recomputes one stored row."""
 from __future__ import annotations

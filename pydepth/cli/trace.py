@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth trace``: export one fixture in the pydepth-reference-trace-v1 schema."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth train``: byte-level AdamW training of a configured decoder on a text file, with a
 progress bar, periodic checkpoints and residual-health observations, exact resume and Ctrl-C."""
 from __future__ import annotations

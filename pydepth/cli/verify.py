@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth verify``: recompute the public fixtures and compare every value bit for bit."""
 from __future__ import annotations
 

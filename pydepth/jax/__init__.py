@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The JAX bridge: residual health and depth scaling for Flax Linen, Flax NNX and Equinox
 decoders, unrolled or scanned, reported with pydepth's own report types.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Equinox: the loss runs on a copy of the model whose blocks are wrapped (``eqx.tree_at``) in a
 module holding the block's dummy and whose attention submodules are wrapped in a tapping
 module; a stacked block's dummy is stacked like its leaves, so ``lax.scan`` slices it."""

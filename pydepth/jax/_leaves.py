@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A JAX model's floating parameters by ``jax.tree_util.keystr`` name, and the model rebuilt with
 some of them replaced: Linen variables (a new mapping), NNX modules (updated in place) and
 Equinox modules (a new module)."""

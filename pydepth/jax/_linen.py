@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Flax Linen: blocks found by module path with ``nn.intercept_methods``; each block's dummy is a
 parameter ``pydepth_site_tap`` inserted into a private copy of the variables at the block's
 scope, so ``nn.scan`` slices it per layer like every other parameter."""

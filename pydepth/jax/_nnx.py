@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Flax NNX: the loss runs on a private copy of the model (merged inside the trace) whose blocks
 and attention submodules have their classes swapped for tapping subclasses; each block's dummy
 is a parameter-like variable on it, so ``nnx.scan`` slices it per layer."""

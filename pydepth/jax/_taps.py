@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Site taps: identities with a custom reverse rule that hand back what they saw at a residual
 site as the cotangent of a zero dummy leaf travelling with the parameters.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Initialization audit of a JAX model: every weight matrix's measured standard deviation against
 what a depth scheme predicts, with the PyTorch bridge's rows, verdicts and scheme names
 (:mod:`pydepth.bridge.schemes`, one owner).

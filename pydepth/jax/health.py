@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health of a JAX decoder (Flax Linen, Flax NNX, Equinox), reported as pydepth's own
 :class:`pydepth.DepthHealthReport`.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth scaling of a JAX model's residual output projections, selected by name patterns over
 ``jax.tree_util.keystr`` paths, once per model.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where a JAX decoder's residual sites are, and the report built from what the taps summed.
 
 Every library is described the same way (:class:`ResidualSites`): which modules are the blocks,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual-health ratio figures for the observer, the demo and the laptop plan (optional extra
 ``plot``: matplotlib), drawn in the shared style of :mod:`pydepth.plots.style`.
 """

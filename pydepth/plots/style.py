@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The one style of every pydepth figure (optional extra ``plot``: matplotlib).
 
 Observer, demo, laptop, training and sweep plots all draw through these helpers, so a figure

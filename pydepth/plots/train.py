@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The training plot: loss per step, and each residual site's activation and adjoint ratio over
 the observed steps with the health band, in the house style of plots.style (extra ``plot``)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """``pydepth report``: one self-contained HTML page from the output directory of ``depth-check``,
 ``sweep``, ``train`` or ``observe`` (figures inline as SVG, tables, the run's specification and
 versions, this machine's ``verify`` status, and how to read it). Needs the ``plot`` extra."""

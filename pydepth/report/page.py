@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One self-contained HTML page: inline CSS, figures inline as SVG, no script and no external
 asset, so the file opens offline and can be mailed or attached as it is."""
 from __future__ import annotations

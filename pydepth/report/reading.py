@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The short "how to read this" text of each kind of report (plain HTML, written here once)."""
 from __future__ import annotations
 

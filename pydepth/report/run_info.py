@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What every report states about where it was made: versions, machine, and whether this machine
 reproduces the published fixtures bit for bit (``pydepth verify``)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The sections of each kind of report, built from the files of its output directory."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reading an output directory: which command wrote it, and its files as plain Python values.
 Every unreadable or foreign file is a :class:`~pydepth.errors.ReportInputError` naming it."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Sweeps of residual health over depth, width, seed, policy and the first optimizer steps.
 
 Optional extra ``sweep`` (Dask with distributed, pyarrow)::

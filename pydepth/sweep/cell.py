@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One cell of a sweep: build, initialize, step, observe; returns plain result columns.
 
 Runs on a Dask worker or in the caller's process alike: the inputs are a spec dict and cell

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One cell on pydepth's C core (``backend="pydepth"``): the step loop of
 :func:`pydepth.sweep.cell.run_cell` with pydepth's AdamW, bit for bit reproducible."""
 from __future__ import annotations

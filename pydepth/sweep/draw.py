@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The inputs of every sweep cell, whichever backend runs it: the fixed batch and the cell's
 model drawn by its policy."""
 from __future__ import annotations

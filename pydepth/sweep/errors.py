@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Errors of the sweep package; each names the offending value."""
 from __future__ import annotations
 

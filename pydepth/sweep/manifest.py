@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The manifest of a result directory: every finished part's row count, cell count and SHA-256,
 recorded right after the part is renamed into place. Parts are checked against it before a
 resume, a read or a rerun trusts them."""

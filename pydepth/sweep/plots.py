@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Figures of a sweep in the style of a coordinate check (optional extra ``plot``).
 
 - ``depth-check-w{width}.png|svg``: for each observed step (columns), the largest activation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The depth check: a sweep preset over depths 1..64, seeds and both policies at the first
 optimizer steps, with its figures and a terminal summary of where each policy leaves the band."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A progress bar for long sweeps: cells done, cells per second and time left."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Recomputing one stored row alone and comparing it bit for bit with what was stored."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The result rows of a sweep cell, either backend's: the columns, one step's rows of a health
 report, the error row that ends a refused cell, and appending them as column lists."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Running a sweep: cells batched into Dask tasks, rows written to Parquet as batches finish.
 
 Engines (``scheduler=``):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The sweep grid: depths x widths x seeds x policies, observed at chosen optimizer steps.
 
 A *cell* is one (depth, width, seed, policy) run; a *row* of the results is one cell x step x

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The result directory: one Parquet file per finished batch, plus ``sweep.json``.
 
 Each part is written to a hidden temporary name and renamed into place, so a killed sweep

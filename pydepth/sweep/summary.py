@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Aggregates of stored sweep rows: per cell and step, the largest ratios and the band verdict;
 per width, policy and step, the depth at which a policy first leaves the band."""
 from __future__ import annotations

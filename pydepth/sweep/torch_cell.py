@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One cell on the PyTorch side of the bridge (``backend="torch"``): the same draw and policy as
 the pydepth cell, copied into pydepth's torch twin, observed by ``pydepth.torch``'s hook
 observer and stepped by ``torch.optim.AdamW(foreach=False)``. Needs the ``torch`` extra.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Checking a result directory's parts before they are trusted: each listed part's bytes
 against its manifest hash and row count, every part's Parquet page checksums and spec, and no
 cell stored twice. Damaged parts are refused by name, or moved aside when asked."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The PyTorch and Hugging Face bridge: pydepth's decoder as a torch module (the twin), depth
 scaling and initialization audits for any decoder, and residual health observed with hooks.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The one place the bridge imports its optional dependencies, with the extra to install."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Decoder architectures recognized by their module structure: where the layers are, which
 tensors set the scale of what each branch adds to the residual stream, and which modules carry
 the residual sites.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Initialization audit: every weight tensor's measured scale against what a depth scheme
 predicts, which known scheme the residual outputs follow, and a verdict that names the usual
 mistakes (unscaled, double-scaled).

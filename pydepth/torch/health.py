@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health of a torch decoder, observed with hooks, reported as pydepth's own
 :class:`pydepth.DepthHealthReport`.
 

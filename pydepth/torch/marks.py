@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where a depth scaling leaves its mark so a repeat is caught: on the module, on every scaled
 parameter, and in a Hugging Face model's config (which ``save_pretrained`` writes to
 ``config.json`` and ``from_pretrained`` reads back). A copy of the weights without any of these

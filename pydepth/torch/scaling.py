@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth scaling of the residual outputs of any recognized decoder, in place, once.
 
 The schemes the field uses differ in formula and in the tensors they touch; here the tensors

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Depth-scaling schemes for the PyTorch bridge: the names, factors and fits of
 :mod:`pydepth.bridge.schemes` (their one owner) and the measure of a torch tensor's scale."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The twin: pydepth's decoder as a torch ``nn.Module``, and exact conversions both ways.
 
 Layout. pydepth stores every matrix as ``[in, out]`` and computes ``x @ W`` (the numerics

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Training a pydepth decoder: byte-level data, one optimizer step with an optional health
 observation, and a whole run (:class:`TrainSettings` → :func:`run_training` → :class:`TrainResult`)."""
 from .errors import (ResumeError, SettingsClashError, TrainBudgetError, TrainingError, TrainLogError,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The memory a training step needs, estimated from batch x sequence length x model with checked
 integer arithmetic, and the budget it is checked against before anything is allocated."""
 from __future__ import annotations

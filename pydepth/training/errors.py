@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Errors of a training run; each names the offending setting or value."""
 from __future__ import annotations
 

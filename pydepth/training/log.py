@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The JSON-lines logs of a run directory: ``train.jsonl`` (one line per optimizer step: the loss
 before it, the learning rate, the seconds it took) and ``health.jsonl`` (one line per residual
 health observation), trimmed on resume to the steps the checkpoint had taken."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A training run, its one owner: a fresh or resumed byte-level AdamW run on a text, with the
 checkpoint and observation cadences of its settings, JSON-lines logs, exact resume and Ctrl-C.
 The command line (``pydepth train``) turns its options into settings and calls :func:`run_training`."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The settings of a training run: one frozen value, checked once on construction, written to and
 read from a checkpoint's ``extra["train"]`` and built by the command line from its options."""
 from __future__ import annotations

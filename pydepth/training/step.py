@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Byte-level training pieces: corpus documents, packed batches drawn from a SplitMix64, and one
 optimizer step that can observe residual health on the same reverse pass."""
 from __future__ import annotations

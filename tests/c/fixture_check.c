@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reproduces every traced value of the public fixtures (tests/reference/trace-public.json)
  * from the C core alone and compares bit patterns: parameters, every forward value, the loss,
  * site adjoints, parameter gradients and the site RMS values, for the depth-initialized model

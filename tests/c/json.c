@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recursive-descent JSON parser over a mutable buffer (strings are terminated in place). */
 #include "json.h"
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small JSON reader for the fixture files: the whole document parsed in place into a flat
  * node array. Strings may use the simple escapes; numbers keep their text (text, len) for exact parsing by the caller. */
 #ifndef PD_TEST_JSON_H

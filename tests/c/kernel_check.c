@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every available product path (baseline, avx2, avx512, neon) at one and several threads against
  * the reference-order loops pd_mm_ref, bit for bit, on shapes with edge tiles, several
  * k-blocks, the parallel split and the unpacked small products, with tight and padded leading

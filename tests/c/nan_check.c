@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The NaN results of pd_exp, pd_log, pd_log1p, pd_sin, pd_cos and pd_pow against the rules of
  * docs/numerics-elementary.md §10, bit for bit, on whatever platform runs it (qemu-aarch64,
  * wine, musl: .ci/steps/30-cross.sh; the x86-64 emulated build through PYDEPTH_LIBM_FMA=0).

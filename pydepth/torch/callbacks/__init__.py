@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health watched while training: a plain-loop :class:`HealthMonitor`, a Hugging Face
 ``TrainerCallback`` (:class:`HealthTrainerCallback`, needs transformers) and a Lightning
 ``Callback`` (:class:`HealthLightningCallback`, needs lightning), flat metrics of a

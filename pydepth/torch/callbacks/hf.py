@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health in a Hugging Face ``transformers.Trainer`` run, as a ``TrainerCallback``."""
 from __future__ import annotations
 

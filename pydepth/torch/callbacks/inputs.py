@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What one observation is run on: input ids, labels and an attention mask, taken from a held
 batch or from a training step's batch in the shapes training code passes around."""
 from __future__ import annotations

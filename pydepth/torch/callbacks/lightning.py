@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health in a Lightning run, as a ``lightning.pytorch.Callback``."""
 from __future__ import annotations
 

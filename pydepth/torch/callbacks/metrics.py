@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A :class:`pydepth.DepthHealthReport` as the flat ``name -> float`` metrics that training
 loggers take: summaries under ``{prefix}/`` and, per site, under ``{prefix}/{site label}/``."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Residual health watched during training: every N optimizer steps, one
 :func:`pydepth.torch.observe_residual_health` of the trained model on a held batch or on the
 step's own batch, flattened into metrics and handed to the sinks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where flat health metrics go: the loggers people train with, each through its own API
 (TensorBoard's ``SummaryWriter.add_scalar``, W&B's ``run.log``, MLflow's ``log_metrics``), and
 JSON lines, one object per observation. A sink is anything with ``write(metrics, step)``; a

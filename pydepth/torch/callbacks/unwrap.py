@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The module a training run really trains, found inside the wrappers put around it:
 DistributedDataParallel and DataParallel (``.module``) and ``torch.compile`` (``._orig_mod``)."""
 from __future__ import annotations
