@@ -8,11 +8,10 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..errors import SiteSpecError
-from ._taps import run_attention, run_block
+from ._taps import ListedDummies, run_attention, run_block
 from .sites import ResidualSites, resolve_attribute
 
 __all__ = ["EquinoxAdapter", "TappedBlock", "TappedAttention"]
@@ -51,7 +50,7 @@ def _arrays(tree: Any) -> List[Any]:
     return [leaf for leaf in jax.tree_util.tree_leaves(tree) if eqx.is_array(leaf)]
 
 
-class EquinoxAdapter:
+class EquinoxAdapter(ListedDummies):
     """Instruments ``loss_fn(model, batch)`` for an Equinox model's blocks."""
 
     library = "equinox"
@@ -123,17 +122,3 @@ class EquinoxAdapter:
                               for n in (s.attention_norm, s.mid_norm)))
         final = gain(resolve_attribute(self.model, s.final_norm), None) if s.final_norm else ()
         return rows, final
-
-    def zeros(self, shape: Tuple[int, ...]) -> List[Any]:
-        """Zero dummies of ``shape`` per block (stacked on the layer axis for a stacked module)."""
-        if self.sites.stacked:
-            full = list(shape)
-            full.insert(self.sites.layer_axis, self.layers)
-            return [jnp.zeros(tuple(full), dtype=float)]
-        return [jnp.zeros(shape, dtype=float) for _ in range(self.layers)]
-
-    def to_blocks(self, grads: List[Any]) -> Any:
-        """The dummies' cotangents as ``[layers, ...]`` in layer order."""
-        if self.sites.stacked:
-            return jnp.moveaxis(grads[0], self.sites.layer_axis, 0)
-        return jnp.stack(grads)

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from ..errors import SiteSpecError
-from ._taps import run_attention, run_block
+from ._taps import ListedDummies, run_attention, run_block
 from .sites import ResidualSites, resolve_attribute
 
 __all__ = ["NnxAdapter", "SiteTap"]
@@ -53,7 +52,7 @@ def _first_value(module: Any, what: str) -> Any:
     return leaves[0]
 
 
-class NnxAdapter:
+class NnxAdapter(ListedDummies):
     """Instruments ``loss_fn(model, batch)`` for an NNX model's blocks."""
 
     library = "flax-nnx"
@@ -122,17 +121,3 @@ class NnxAdapter:
                               for n in (s.attention_norm, s.mid_norm)))
         final = gain(resolve_attribute(self.model, s.final_norm), None) if s.final_norm else ()
         return rows, final
-
-    def zeros(self, shape: Tuple[int, ...]) -> List[Any]:
-        """Zero dummies of ``shape`` per block (stacked on the layer axis for a stacked module)."""
-        if self.sites.stacked:
-            full = list(shape)
-            full.insert(self.sites.layer_axis, self.layers)
-            return [jnp.zeros(tuple(full), dtype=float)]
-        return [jnp.zeros(shape, dtype=float) for _ in range(self.layers)]
-
-    def to_blocks(self, grads: List[Any]) -> Any:
-        """The dummies' cotangents as ``[layers, ...]`` in layer order."""
-        if self.sites.stacked:
-            return jnp.moveaxis(grads[0], self.sites.layer_axis, 0)
-        return jnp.stack(grads)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import SiteSpecError
+from .sites import ResidualSites
 
 __all__ = ["ROWS", "STATS", "run_block", "run_attention", "recording_shapes", "stats_dummy_shape",
            "tape_dummy_shape"]
@@ -176,3 +177,25 @@ def run_attention(call: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[
     a = _site("mid", a, frame.dummy, frame.x_in)
     frame.attention = a
     return put(a)
+
+
+class ListedDummies:
+    """Zero dummies kept as a list, one per block or one stacked on the layer axis (the NNX and
+    Equinox adapters; Linen keeps its dummies in its variables)."""
+
+    sites: ResidualSites
+    layers: int
+
+    def zeros(self, shape: Tuple[int, ...]) -> List[Any]:
+        """Zero dummies of ``shape`` per block (stacked on the layer axis for a stacked module)."""
+        if self.sites.stacked:
+            full = list(shape)
+            full.insert(self.sites.layer_axis, self.layers)
+            return [jnp.zeros(tuple(full), dtype=float)]
+        return [jnp.zeros(shape, dtype=float) for _ in range(self.layers)]
+
+    def to_blocks(self, grads: List[Any]) -> Any:
+        """The dummies' cotangents as ``[layers, ...]`` in layer order."""
+        if self.sites.stacked:
+            return jnp.moveaxis(grads[0], self.sites.layer_axis, 0)
+        return jnp.stack(grads)
