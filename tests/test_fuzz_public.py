@@ -9,6 +9,7 @@ import math
 import os
 
 import numpy as np
+from conftest import need_extra
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pydepth
@@ -342,6 +343,7 @@ PART_EDITS = st.one_of(
 def test_crafted_store_parts(tmp_path_factory, edit, unlist):
     """A stored part flipped, truncated, copied or extended, or the manifest replaced, with or
     without the part's manifest entry: reads and resume give the reference rows or a PydepthError."""
+    need_extra("sweep")
     import json
     import shutil
     from pydepth.sweep import read_table

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from conftest import need_extra
 
 import pydepth
 from pydepth import checkpoint
@@ -206,6 +207,8 @@ def test_the_exit_codes_130_and_143_are_documented():
 
 @pytest.mark.parametrize("command", ["train", "sweep"])
 def test_a_config_or_spec_file_nested_a_hundred_thousand_deep_is_one_line(tmp_path, capsys, command):
+    if command == "sweep":
+        need_extra("sweep")
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     argv = (["train", str(CORPUS), "--config", str(deep), "--out", str(tmp_path / "o")] if command == "train"
