@@ -130,15 +130,20 @@ def pytest_configure(config):
     np.seterr(all="raise")
 
 
-@pytest.fixture(scope="session")
-def torch_models():
-    """tests/torch_models.py (tiny decoders of every bridged architecture), loaded by path."""
+def load_helper(filename):
+    """A helper module of tests/ (``torch_models.py``, ``jax_models.py``) loaded by path once:
+    import-mode=importlib does not put tests/ on sys.path."""
     import importlib.util
-    import sys
-    name = "pydepth_tests_torch_models"
+    name = "pydepth_tests_" + filename.removesuffix(".py")
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).with_name("torch_models.py"))
+        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).with_name(filename))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def torch_models():
+    """tests/torch_models.py (tiny decoders of every bridged architecture)."""
+    return load_helper("torch_models.py")

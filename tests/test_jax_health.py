@@ -7,6 +7,7 @@ tape agrees with the sums; a JAX twin of a pydepth model reports what pydepth re
 refusals are typed."""
 import numpy as np
 import pytest
+from conftest import load_helper
 
 pytest.importorskip("jax", reason="the JAX bridge needs the 'jax' extra (jax, flax, equinox)")
 pytest.importorskip("flax", reason="the JAX bridge tests need flax (the 'jax' extra)")
@@ -16,21 +17,7 @@ import jax
 import jax.numpy as jnp
 
 
-def _load_models():
-    """tests/jax_models.py, loaded by path (pytest runs with import-mode=importlib)."""
-    import importlib.util
-    import pathlib
-    import sys
-    name = "pydepth_tests_jax_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).with_name("jax_models.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-M = _load_models()
+M = load_helper("jax_models.py")
 
 import pydepth  # noqa: E402
 from pydepth import SiteSpecError  # noqa: E402

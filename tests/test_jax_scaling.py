@@ -5,6 +5,7 @@ slice with its own factor) become numpy's float64 product, a mark travels with t
 repeat is refused in each library unless forced, and the audit names the scheme."""
 import numpy as np
 import pytest
+from conftest import load_helper
 
 pytest.importorskip("jax", reason="the JAX bridge needs the 'jax' extra (jax, flax, equinox)")
 pytest.importorskip("flax", reason="the JAX bridge tests need flax (the 'jax' extra)")
@@ -19,21 +20,7 @@ from pydepth.jax import (apply_depth_scaling, audit_initialization, identify_sch
                          scaling_count, scheme_factors)
 
 
-def _load_models():
-    """tests/jax_models.py, loaded by path (pytest runs with import-mode=importlib)."""
-    import importlib.util
-    import pathlib
-    import sys
-    name = "pydepth_tests_jax_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).with_name("jax_models.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-M = _load_models()
+M = load_helper("jax_models.py")
 LAYERS = 2
 
 
