@@ -164,27 +164,63 @@ static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa
     }
 }
 
-/* dst[s*kb*nr + k*nr + j] = B(k, j0+j) for panel s starting at column j0 = s*nr */
-static void pack_b(size_t kb, size_t nb, const double *B, size_t rsb, size_t csb, double *dst, int nr,
+/* One full panel row of nr doubles; a constant size lets the compiler emit straight moves. */
+static void copy_row(double *d, const double *b, size_t nr) {
+    if (nr == 16) memcpy(d, b, 16 * sizeof(double));
+    else if (nr == 8) memcpy(d, b, 8 * sizeof(double));
+    else memcpy(d, b, nr * sizeof(double));
+}
+
+/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns. */
+static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb, double *dst, int nr,
                    pd_gather_fn gather) {
-    for (size_t j0 = 0; j0 < nb; j0 += (size_t)nr) {
-        const size_t cols = nb - j0 < (size_t)nr ? nb - j0 : (size_t)nr;
-        const double *b = B + j0 * csb;
-        if (csb == 1) {
-            for (size_t k = 0; k < kb; k++, dst += nr) {
-                size_t j = 0;
-                for (; j < cols; j++) dst[j] = b[k * rsb + j];
-                for (; j < (size_t)nr; j++) dst[j] = 0.0;
-            }
-        } else if (rsb == 1) { /* transposed B: nr stored rows, each contiguous in k */
-            gather(kb, b, csb, cols, dst, nr);
-            dst += kb * (size_t)nr;
+    const size_t w = (size_t)nr;
+    if (csb == 1 && cols == w) {
+        for (size_t k = 0; k < kb; k++) copy_row(dst + k * w, b + k * rsb, w);
+    } else if (csb == 1) {
+        for (size_t k = 0; k < kb; k++, dst += w) {
+            size_t j = 0;
+            for (; j < cols; j++) dst[j] = b[k * rsb + j];
+            for (; j < w; j++) dst[j] = 0.0;
+        }
+    } else if (rsb == 1) { /* transposed B: cols stored rows, each contiguous in k */
+        gather(kb, b, csb, cols, dst, nr);
+    } else {
+        for (size_t k = 0; k < kb; k++, dst += w) {
+            size_t j = 0;
+            for (; j < cols; j++) dst[j] = b[j * csb + k * rsb];
+            for (; j < w; j++) dst[j] = 0.0;
+        }
+    }
+}
+
+/* The source lines of the next B panel, asked for a few at a time while the current panel's
+ * tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored runs
+ * `stride` apart, each `len` doubles long. */
+typedef struct {
+    const double *base;
+    size_t stride, rows, len, row, off;
+} pf_cursor;
+
+static pf_cursor next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
+    pf_cursor c = {b, 0, 0, 0, 0, 0};
+    if (csb == 1) c.stride = rsb, c.rows = kb, c.len = cols; /* kb rows of cols doubles */
+    else if (rsb == 1) c.stride = csb, c.rows = cols, c.len = kb; /* cols stored rows of kb doubles */
+    return c; /* any other layout: rows == 0, nothing asked for */
+}
+
+/* n more lines: each run's lines from its start, then its last double (a run need not start
+ * on a line boundary). */
+static void prefetch_some(pf_cursor *c, size_t n) {
+    for (; n && c->row < c->rows; n--) {
+        const double *r = c->base + c->row * c->stride;
+        if (c->off < c->len) {
+            PD_PREFETCH_R(r + c->off);
+            c->off += 8; /* one 64-byte line */
         } else {
-            for (size_t k = 0; k < kb; k++, dst += nr) {
-                size_t j = 0;
-                for (; j < cols; j++) dst[j] = b[j * csb + k * rsb];
-                for (; j < (size_t)nr; j++) dst[j] = 0.0;
-            }
+            PD_PREFETCH_R(r + c->len - 1);
+            c->off = 0;
+            c->row++;
         }
     }
 }
@@ -268,7 +304,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
         for (size_t pc = 0; pc < K; pc += kc) {
             const size_t kb = K - pc < kc ? K - pc : kc;
             const int load = pc > 0, last = pc + kb == K;
-            pack_b(kb, nb, B + pc * rsb + jc * csb, rsb, csb, bpack, p->nr, gather);
+            const double *bsrc = B + pc * rsb + jc * csb;
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
@@ -276,7 +312,19 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr, gather);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
+                    pf_cursor pf = {0};
+                    size_t pf_per_tile = 0;
+                    if (ic == 0) { /* each panel packed just before its first tiles, the next one fetched meanwhile */
+                        pack_b(kb, nn, bsrc + jr * csb, rsb, csb, bpack + jr * kb, p->nr, gather);
+                        if (jr + nr < nb) {
+                            const size_t nn2 = nb - jr - nr < nr ? nb - jr - nr : nr;
+                            pf = next_panel_lines(kb, nn2, bsrc + (jr + nr) * csb, rsb, csb);
+                            const size_t tiles = (mb + mr - 1) / mr;
+                            pf_per_tile = (pf.rows * ((pf.len + 7) / 8 + 1) + tiles - 1) / tiles;
+                        }
+                    }
                     for (size_t ir = 0; ir < mb; ir += mr) {
+                        prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
                         tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
                                   .ldc = ldc, .load = load, .ldadd = ldc};
