@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* AVX-512F 6x16 micro-kernel: the AVX2 kernel widened to zmm (target avx512f; contraction is off,
- * so no FMA is emitted even though the ISA has one). Only dispatched when the CPU has it. */
+/* AVX-512F 8x16 micro-kernel (target avx512f; contraction is off, so no FMA is emitted even though
+ * the ISA has one). Eight rows use 16 of the 32 zmm registers as accumulators and divide the
+ * usual row counts (powers of two and their multiples) without a partial sliver. Only
+ * dispatched when the CPU has it. */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
 
-#define MR 6
+#define MR 8
 #define NR 16
 
 #define ROW(i)                                                                  \
@@ -34,13 +36,13 @@
 
 PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
                            int load, const double *add, size_t ldadd) {
-    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
+    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5); LOAD(6); LOAD(7);
     for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
         const __m512d b0 = _mm512_load_pd(b), b1 = _mm512_load_pd(b + 8);
-        ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);
+        ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
     }
-    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
+    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
 }
 
 #define ROWS(i)                                                                 \
@@ -53,13 +55,14 @@ PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, cons
 PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a, size_t lda, const double *b,
                                 double *c, size_t ldc, int load, const double *add, size_t ldadd) {
     const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
-    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
+    const double *a6 = a + 6 * lda, *a7 = a + 7 * lda;
+    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+    LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5); LOAD(6); LOAD(7);
     for (size_t k = 0; k < kc; k++, b += NR) {
         const __m512d b0 = _mm512_load_pd(b), b1 = _mm512_load_pd(b + 8);
-        ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5);
+        ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5); ROWS(6); ROWS(7);
     }
-    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
+    STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
 }
 
 const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512, ukernel_avx512_rows};
