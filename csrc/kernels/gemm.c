@@ -225,6 +225,19 @@ static void prefetch_some(pf_cursor *c, size_t n) {
     }
 }
 
+/* The first row block packs panel jr just before its tiles (its source is then read while
+ * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
+ * returns how many of its lines each of the block's tiles asks for. */
+static size_t pack_panel(const pd_gemm_path *p, size_t kb, size_t nb, size_t jr, size_t mb, const double *bsrc,
+                         size_t rsb, size_t csb, double *dst, pf_cursor *pf) {
+    const size_t nr = (size_t)p->nr, mr = (size_t)p->mr;
+    pack_b(kb, nb - jr < nr ? nb - jr : nr, bsrc + jr * csb, rsb, csb, dst, p->nr, pd_gather_for(p));
+    if (jr + nr >= nb) return 0;
+    *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, bsrc + (jr + nr) * csb, rsb, csb);
+    const size_t tiles = (mb + mr - 1) / mr;
+    return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
+}
+
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 /* ---- one thread's block of C ------------------------------------------------------ */
@@ -313,16 +326,8 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     pf_cursor pf = {0};
-                    size_t pf_per_tile = 0;
-                    if (ic == 0) { /* each panel packed just before its first tiles, the next one fetched meanwhile */
-                        pack_b(kb, nn, bsrc + jr * csb, rsb, csb, bpack + jr * kb, p->nr, gather);
-                        if (jr + nr < nb) {
-                            const size_t nn2 = nb - jr - nr < nr ? nb - jr - nr : nr;
-                            pf = next_panel_lines(kb, nn2, bsrc + (jr + nr) * csb, rsb, csb);
-                            const size_t tiles = (mb + mr - 1) / mr;
-                            pf_per_tile = (pf.rows * ((pf.len + 7) / 8 + 1) + tiles - 1) / tiles;
-                        }
-                    }
+                    const size_t pf_per_tile =
+                        ic == 0 ? pack_panel(p, kb, nb, jr, mb, bsrc, rsb, csb, bpack + jr * kb, &pf) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
