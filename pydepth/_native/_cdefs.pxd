@@ -106,6 +106,8 @@ cdef extern from "pd_backward.h":
                                 double **out, uint8_t *found, pd_error *e) nogil
     pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                      double **out, uint8_t *found, int mode, pd_error *e) nogil
+
+cdef extern from "pd_grad_txn.h":
     enum:
         PD_PASS_WAIT
         PD_PASS_COMMIT
