@@ -18,7 +18,8 @@ Timed operations (one "step"; the median over repetitions is reported):
               torch: allocate + uniform_ with torch's generator), then drop it
   fwd_nograd  forward + mean loss + .item() without recording (no_grad in both)
   fwd_record  forward + mean loss + .item() recording the graph, graph dropped
-  fwd_bwd     zero_grad + recorded forward + loss + backward + .item()
+  fwd_bwd     zero_grad + recorded forward + loss + backward + .item() (pydepth records with
+              forward(keep="reverse"), a training step's memory; --keep all for every value)
 Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
 50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
@@ -62,13 +63,15 @@ SHAPES: Dict[str, Dict[str, Any]] = {
 }
 DEFAULT_SHAPES = ["issue3", "tiny", "small", "medium", "large", "laptop"]
 OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd"]
-# Issue-7 targets: minimum torch/pydepth ratio of fwd_bwd.
-TARGETS = {"tiny": 50.0, "small": 50.0, "medium": 2.0, "large": 1.0, "laptop": 1.0}
+# Issue-7 targets (tiny raised to 100 by issue 26): minimum torch/pydepth ratio of fwd_bwd.
+TARGETS = {"tiny": 100.0, "small": 50.0, "medium": 2.0, "large": 1.0, "laptop": 1.0}
 # Issue-17 targets: torch/pydepth per (shape, threads), 2-thread speed-up, share of the machine peak.
 TARGETS_17 = {("small", 1): 50.0, ("small", 2): 50.0, ("medium", 2): 2.0, ("large", 1): 2.0,
               ("large", 2): 2.0, ("laptop", 1): 2.0, ("laptop", 2): 2.0}
-SPEEDUP_2T = {"medium": 1.8, "large": 1.8, "laptop": 1.8}
-PEAK_SHAPES, PEAK_FRACTION = ("medium", "large", "laptop"), 0.8
+SPEEDUP_2T = {"medium": 1.7, "large": 1.8, "laptop": 1.8}  # issue 26: 1.7 at medium
+# issue 26: share of the no-FMA mul+add line at 1 thread
+PEAK_FRACTIONS = {"medium": 0.70, "large": 0.85, "laptop": 0.85}
+RSS_FRACTION = 0.8  # issue 26: laptop-plan peak RSS at most this fraction of torch's
 LAPTOP_MAX_REPEAT = 3
 DEPTHS = [1, 2, 4, 8, 16, 32, 64]
 LENGTHS = [16, 32, 64, 128, 256, 512, 1024]
@@ -141,9 +144,11 @@ class PydepthRunner:
             del f
             return v
 
+        keep = self.spec.get("keep", "reverse")
+
         def fwd_bwd() -> float:
             m.zero_grad()
-            loss = m.forward(x).loss(y)
+            loss = m.forward(x, keep=keep).loss(y)
             loss.backward()
             return loss.item()
 
@@ -620,10 +625,11 @@ def targets_status(results: Dict[str, Any]) -> List[str]:
                 verdict = "holds" if ratio >= goal else f"MISSED (needs {goal / ratio:.2f}× faster pydepth)"
                 out.append(f"{name} threads={n}: torch/pydepth ≥ {goal:g}×, got {ratio:.2f}× — {verdict}")
             pk = (peak.get("gflops") or {}).get(n) or (peak.get("gflops") or {}).get(str(n))
-            if n == 1 and pk and name in PEAK_SHAPES:
+            if n == 1 and pk and name in PEAK_FRACTIONS:
+                goal = PEAK_FRACTIONS[name]
                 frac = step_flops(sh["spec"]) / r["pydepth"]["median"] * 1e-9 / pk
-                out.append(f"{name} threads=1: ≥ {PEAK_FRACTION:.0%} of the mul+add peak, got {frac:.0%} — "
-                           + ("holds" if frac >= PEAK_FRACTION else f"MISSED (needs {PEAK_FRACTION / frac:.2f}×)"))
+                out.append(f"{name} threads=1: ≥ {goal:.0%} of the mul+add line, got {frac:.0%} — "
+                           + ("holds" if frac >= goal else f"MISSED (needs {goal / frac:.2f}×)"))
         if 1 in fb and 2 in fb:
             speedup = fb[1]["pydepth"]["median"] / fb[2]["pydepth"]["median"]
             goal = SPEEDUP_2T.get(name, 1.0)  # everywhere: two threads never slower than one
@@ -637,8 +643,9 @@ def targets_status(results: Dict[str, Any]) -> List[str]:
             out.append(f"{name}: 2 threads / 1 thread speed-up ≥ {goal:g}, got {speedup:.2f} — {verdict}")
         if name == "laptop" and sh.get("rss"):
             pd_mb, t_mb = sh["rss"]["pydepth"]["peak_mb"], sh["rss"]["torch"]["peak_mb"]
-            out.append(f"laptop peak RSS ≤ torch's: {pd_mb:.0f} vs {t_mb:.0f} MiB — "
-                       + ("holds" if pd_mb <= t_mb else f"MISSED (by {pd_mb - t_mb:.0f} MiB)"))
+            out.append(f"laptop peak RSS ≤ {RSS_FRACTION:g}× torch's: {pd_mb:.0f} vs {t_mb:.0f} MiB "
+                       f"({pd_mb / t_mb:.2f}×) — " + ("holds" if pd_mb <= RSS_FRACTION * t_mb else
+                                                     f"MISSED (by {pd_mb - RSS_FRACTION * t_mb:.0f} MiB)"))
     depth = [r for r in results.get("series", []) if r["series"] == "depth"]
     if len(depth) >= 3:
         # judged on the per-depth minimum, the least noise-sensitive statistic on a shared machine
@@ -668,6 +675,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     ap.add_argument("--commit-label", default=None,
                     help="commit the installed pydepth was built from, when it is not /work/main's "
                          "working tree (e.g. built from `git archive HEAD`)")
+    ap.add_argument("--keep", choices=["reverse", "all"], default="reverse",
+                    help="what pydepth's fwd_bwd forward keeps (default: reverse, only what the "
+                         "reverse pass reads)")
     ap.add_argument("--json", default=None, help="write all samples and metadata here")
     ap.add_argument("--worker", choices=["pydepth", "torch"], help=argparse.SUPPRESS)
     return ap.parse_args(argv)
@@ -689,6 +699,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for s in shapes:
         if s not in SHAPES:
             raise SystemExit(f"unknown shape {s!r}; choose from {', '.join(SHAPES)}")
+    for spec in SHAPES.values():
+        spec["keep"] = args.keep
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

@@ -93,10 +93,11 @@ static void norm_backward(const pd_graph *g, const double *u, const double *x, c
 }
 
 /* The saved softmax again when an earlier pass wrote its logits adjoint over it: the same
- * deterministic forward, so the same bits. */
+ * deterministic forward, so the same bits (a lean record first makes its logits again). */
 static pd_status prob_ready(pd_graph *g, pd_error *e) {
     if (!g->prob_spent) return PD_OK;
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    PD_TRY(pd_graph_logits_ready(g, e));
     double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
     size_t count;
     if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
@@ -104,7 +105,16 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
     pd_status st = pd_nll_forward(&t, g->logits, g->prob, nll, &loss, &count, e);
     free(nll);
     if (st == PD_OK) g->prob_spent = 0;
+    g->logits_spent = g->lean;
     return st;
+}
+
+/* A lean record's SiLU parts and gated product, made again in the shared spare set by the
+ * forward's own loops: the same bits the forward checked. */
+static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
+    const size_t NF = g->N * g->model->cfg.feed_forward_width;
+    pd_silu_forward(NF, r->gate_linear, r->gate_sigmoid, r->gate_silu);
+    pd_mul_vec(NF, r->gate_silu, r->up, r->product);
 }
 
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
@@ -146,6 +156,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const int blk = (int)b;
     capture(sel, blk, PD_N_BLOCK_OUTPUT, A, N * W);
     capture(sel, blk, PD_N_FFN_OUTPUT, A, N * W); /* the residual add hands A unchanged to ffn_out */
+    if (g->lean) swiglu_again(g, r);
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
     wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));

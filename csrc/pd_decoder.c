@@ -196,11 +196,18 @@ void pd_model_free(pd_model *m) {
 
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* Doubles of one block record: the norm statistics, the [N, W], [N, KD] and [N, F] values,
- * and the attention weights. */
-static size_t block_arena_size(const pd_model *m, size_t B, size_t T) {
+/* Doubles of the values one block keeps for the reverse pass: the norm statistics, the [N, W],
+ * [N, KD] and [N, F] values its VJPs read, and the attention weights. */
+static size_t block_kept_size(const pd_model *m, size_t B, size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    return N * (6 + 12 * W + 3 * m->kv_width + 5 * F) + B * m->cfg.heads * T * T;
+    return N * (6 + 8 * W + 2 * m->kv_width + 2 * F) + B * m->cfg.heads * T * T;
+}
+
+/* Doubles of the values no VJP reads (pre-RoPE heads, head outputs, branch outputs, SiLU
+ * parts and the gated product): a lean record computes them in one set all blocks share. */
+static size_t block_spare_size(const pd_model *m, size_t B, size_t T) {
+    const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+    return N * (4 * W + m->kv_width + 3 * F);
 }
 
 static double *carve(double **p, size_t n) {
@@ -217,28 +224,31 @@ static void norm_bind(pd_norm_rec *r, double **p, size_t N, size_t W) {
     r->out = carve(p, N * W);
 }
 
-static void block_bind(pd_block_rec *r, double *p, const pd_model *m, size_t B, size_t T) {
+/* Carves one block record: the values the reverse pass reads from *kept, the others from
+ * *spare (the same cursor when every value is kept). */
+static void block_bind(pd_block_rec *r, double **kept, double **spare, const pd_model *m, size_t B,
+                       size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
     const size_t NW = N * W, NKV = N * m->kv_width, NF = N * F;
-    norm_bind(&r->attn_norm, &p, N, W);
-    norm_bind(&r->ffn_norm, &p, N, W);
-    r->query_heads = carve(&p, NW);
-    r->rot_query_heads = carve(&p, NW);
-    r->head_outputs = carve(&p, NW);
-    r->merged = carve(&p, NW);
-    r->attn_out = carve(&p, NW);
-    r->after_attn = carve(&p, NW);
-    r->ffn_out = carve(&p, NW);
-    r->out = carve(&p, NW);
-    r->key_heads = carve(&p, NKV);
-    r->value_heads = carve(&p, NKV);
-    r->rot_key_heads = carve(&p, NKV);
-    r->gate_linear = carve(&p, NF);
-    r->gate_sigmoid = carve(&p, NF);
-    r->gate_silu = carve(&p, NF);
-    r->up = carve(&p, NF);
-    r->product = carve(&p, NF);
-    r->weights = p; /* B * H * T * T */
+    norm_bind(&r->attn_norm, kept, N, W);
+    norm_bind(&r->ffn_norm, kept, N, W);
+    r->rot_query_heads = carve(kept, NW);
+    r->merged = carve(kept, NW);
+    r->after_attn = carve(kept, NW);
+    r->out = carve(kept, NW);
+    r->value_heads = carve(kept, NKV);
+    r->rot_key_heads = carve(kept, NKV);
+    r->gate_linear = carve(kept, NF);
+    r->up = carve(kept, NF);
+    r->weights = carve(kept, B * m->cfg.heads * T * T);
+    r->query_heads = carve(spare, NW);
+    r->head_outputs = carve(spare, NW);
+    r->attn_out = carve(spare, NW);
+    r->ffn_out = carve(spare, NW);
+    r->key_heads = carve(spare, NKV);
+    r->gate_sigmoid = carve(spare, NF);
+    r->gate_silu = carve(spare, NF);
+    r->product = carve(spare, NF);
 }
 
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
@@ -342,10 +352,11 @@ static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *val
 
 /* Doubles of the graph's one pooled arena; every element is written before it is read. */
 typedef struct {
-    size_t block;  /* one block record */
+    size_t block;  /* one stored block record */
+    size_t spare;  /* the shared set of values a lean record does not keep */
     size_t global; /* x0, final norm, logits, q/k/v projection scratch */
     size_t sites;  /* copies of the residual sites (unrecorded forward only) */
-    size_t total;  /* global + stored block records + sites */
+    size_t total;  /* global + stored block records + spare + sites */
 } graph_sizes;
 
 static pd_status graph_sizes_of(const pd_graph *g, graph_sizes *s, pd_error *e) {
@@ -353,15 +364,18 @@ static pd_status graph_sizes_of(const pd_graph *g, graph_sizes *s, pd_error *e) 
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size, L = m->cfg.layers;
     const size_t n_sites = 2 * L + 1;
     size_t tmp;
-    s->block = block_arena_size(m, g->B, g->T);
     /* overflow guard for every size below: they are sums of products bounded by these */
     if (!pd_mul_ok(N, V + 16 * W + 8 * m->kv_width + 8 * m->cfg.feed_forward_width + 16, &tmp) ||
-        !pd_mul_ok(s->block, L + 1, &tmp) || !pd_mul_ok(n_sites, N * W, &tmp))
+        !pd_mul_ok(g->B * m->cfg.heads * g->T, g->T, &tmp) ||
+        !pd_mul_ok(block_kept_size(m, g->B, g->T) + block_spare_size(m, g->B, g->T), L + 1, &tmp) ||
+        !pd_mul_ok(n_sites, N * W, &tmp))
         return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    s->spare = g->lean ? block_spare_size(m, g->B, g->T) : 0;
+    s->block = block_kept_size(m, g->B, g->T) + (g->lean ? 0 : block_spare_size(m, g->B, g->T));
     s->global = N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width;
     s->sites = g->recorded ? 0 : n_sites * N * W;
     if (!pd_mul_ok(g->n_blocks_stored, s->block, &s->total) || !pd_add_ok(s->total, s->global, &s->total) ||
-        !pd_add_ok(s->total, s->sites, &s->total))
+        !pd_add_ok(s->total, s->spare, &s->total) || !pd_add_ok(s->total, s->sites, &s->total))
         return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
     return PD_OK;
 }
@@ -386,7 +400,8 @@ static pd_status graph_alloc(pd_graph *g, const graph_sizes *s, pd_error *e) {
     return PD_OK;
 }
 
-/* Carves the arena: global values, then the block records, then the site copies. */
+/* Carves the arena: global values, the block records, the lean record's spare set, the site
+ * copies. */
 static void graph_bind(pd_graph *g, const graph_sizes *s) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
@@ -401,9 +416,12 @@ static void graph_bind(pd_graph *g, const graph_sizes *s) {
     g->q = carve(&p, N * W);
     g->k = carve(&p, N * m->kv_width);
     g->v = carve(&p, N * m->kv_width);
-    for (size_t i = 0; i < g->n_blocks_stored; i++)
-        block_bind(&g->blocks[i], g->arena + s->global + i * s->block, m, g->B, g->T);
-    g->site_arena = g->recorded ? NULL : g->arena + s->global + g->n_blocks_stored * s->block;
+    double *spare_set = g->arena + s->global + g->n_blocks_stored * s->block;
+    for (size_t i = 0; i < g->n_blocks_stored; i++) {
+        double *kept = g->arena + s->global + i * s->block, *spare = spare_set;
+        block_bind(&g->blocks[i], &kept, g->lean ? &spare : &kept, m, g->B, g->T);
+    }
+    g->site_arena = g->recorded ? NULL : spare_set + s->spare;
 }
 
 /* Residual site i is value itself when recorded, else a copy that outlives the shared record. */
@@ -445,8 +463,11 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
     g->B = B;
     g->T = T;
-    g->recorded = record;
-    g->n_blocks_stored = record ? m->cfg.layers : (m->cfg.layers ? 1 : 0);
+    if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_REVERSE)
+        return pd_fail(e, PD_ERR_RECORD_MODE, 0, (double)record, -1, -1);
+    g->recorded = record != PD_RECORD_NONE;
+    g->lean = record == PD_RECORD_REVERSE;
+    g->n_blocks_stored = g->recorded ? m->cfg.layers : (m->cfg.layers ? 1 : 0);
     graph_sizes sizes;
     pd_status st = graph_sizes_of(g, &sizes, e);
     if (st == PD_OK) st = graph_alloc(g, &sizes, e);
@@ -460,7 +481,7 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
             g->checksums[i] = 0;
         }
         /* only a recorded graph can run backward: inference pays nothing */
-        if (record) pd_params_checksums(m->params, m->n_params, g->checksums);
+        if (g->recorded) pd_params_checksums(m->params, m->n_params, g->checksums);
         st = graph_run(g, e);
     }
     if (st != PD_OK) pd_graph_free(g);
@@ -476,6 +497,17 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
     return PD_OK;
 }
 
+/* A lean record's probabilities (or a spent adjoint) sit where its logits were: the same
+ * product again gives the same logits while the parameters are unchanged. */
+pd_status pd_graph_logits_ready(pd_graph *g, pd_error *e) {
+    if (!g->logits_spent) return PD_OK;
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
+    pd_mm_nt(N, W, V, g->final_norm.out, W, m->params[0]->value, W, g->logits, V, 0);
+    g->logits_spent = 0;
+    return PD_OK;
+}
+
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
     for (size_t p = 0; p < N; p++) {
@@ -484,9 +516,10 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }
-    double *prob = pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e); /* prob: every row written */
+    /* a lean record writes the probabilities over the logits, their last reader */
+    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e);
     if (!prob || !nll) {
-        pd_buf_put(prob);
+        if (!g->lean) pd_buf_put(prob);
         free(nll);
         return pd_fail(e, PD_ERR_ALLOC, N * V + N, 0.0, -1, -1);
     }
@@ -495,14 +528,15 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     const pd_nll_targets t = {N, V, g->targets, g->valid};
     pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
-        pd_buf_put(prob);
+        if (!g->lean) pd_buf_put(prob);
         free(nll);
         return st;
     }
-    pd_buf_put(g->prob);
+    if (g->prob != g->logits) pd_buf_put(g->prob);
     free(g->nll);
     g->prob = prob;
     g->prob_spent = 0;
+    g->logits_spent = g->lean;
     g->nll = nll;
     g->loss = loss;
     g->n_targets = count;
@@ -515,11 +549,14 @@ void pd_graph_free(pd_graph *g) {
     free(g->blocks); /* block records and sites live in g->arena */
     free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
     free(g->seg_end); free(g->revisions); free(g->checksums); free(g->sites);
-    pd_buf_put(g->arena); pd_buf_put(g->prob); free(g->nll);
+    if (g->prob != g->logits) pd_buf_put(g->prob); /* a lean record's lives in the arena */
+    pd_buf_put(g->arena); free(g->nll);
     memset(g, 0, sizeof *g);
 }
 
-double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]) {
+/* Where (block, kind) lives in the arena and its shape, kept or not; NULL when the graph has no
+ * such value. */
+static double *value_at(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]) {
     const pd_model *m = g->model;
     const size_t B = g->B, T = g->T, W = m->cfg.model_width, D = m->head_width;
     const size_t H = m->cfg.heads, KV = m->cfg.kv_heads, F = m->cfg.feed_forward_width;
@@ -569,4 +606,13 @@ double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, siz
     case PD_N_WEIGHTS: dims[3] = T; return r->weights;
     default: return NULL;
     }
+}
+
+double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]) {
+    double *at = value_at(g, block, kind, rank, dims);
+    return g->lean && !pd_node_kept_lean(kind) ? NULL : at;
+}
+
+int pd_graph_value_shape(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]) {
+    return value_at(g, block, kind, rank, dims) != NULL;
 }

@@ -59,6 +59,7 @@ typedef struct {
     size_t *seg_start;   /* [N] first t of the position's segment in its row */
     size_t *seg_end;     /* [N] one past the last t of the segment */
     int recorded;        /* 0: blocks share one scratch record */
+    int lean;            /* recorded keeping only what the reverse pass reads (PD_RECORD_REVERSE) */
     size_t n_blocks_stored;
     double *x0;          /* [N, W] embedding output */
     double **sites;      /* [2L+1] residual sites (views into records or own copies) */
@@ -69,6 +70,7 @@ typedef struct {
     double *logits;      /* [N, V] */
     double *prob;        /* [N, V] once a loss is attached */
     int prob_spent;      /* prob holds a reverse pass's logits adjoint; the next pass recomputes it */
+    int logits_spent;    /* lean: logits hold the probabilities (or their adjoint), not the logits */
     double *nll;         /* [N] per-target NLL once a loss is attached */
     int64_t *targets;
     int has_loss;
@@ -115,6 +117,11 @@ pd_status pd_params_check(const pd_config *c, pd_param *const *params, size_t n,
 pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e);
 void pd_model_free(pd_model *m);
 
+/* What a forward keeps (docs/numerics.md §5.8): the residual sites, final norm and logits only;
+ * every named value; or only what the reverse pass reads (the rest computed in one shared
+ * scratch set, the probabilities written over the logits). */
+enum { PD_RECORD_NONE = 0, PD_RECORD_ALL = 1, PD_RECORD_REVERSE = 2 };
+
 /* Runs the forward pass. valid/pos/seg_start may be NULL for one full segment per row. */
 pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                            const uint8_t *valid, const size_t *pos, const size_t *seg_start,
@@ -127,9 +134,15 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
                        pd_error *e);
 /* Attaches the valid-target mean NLL; targets [N], read only at valid positions. */
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e);
+/* Makes a lean record's logits again where its probabilities were (a no-op otherwise); the
+ * caller has checked the parameters are unchanged. */
+pd_status pd_graph_logits_ready(pd_graph *g, pd_error *e);
 void pd_graph_free(pd_graph *g);
 
-/* Pointer and shape of a named value; NULL when not stored. */
+/* Pointer and shape of a named value; NULL when not stored (or, in a lean record, not kept). */
 double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]);
+/* The shape of a named value the graph computed, kept or not (its adjoint's shape); 0 when the
+ * graph has no such value. */
+int pd_graph_value_shape(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4]);
 
 #endif

@@ -29,7 +29,8 @@
     X(ERR_NOT_RECORDED, "backward needs a graph recorded with record != 0")                \
     X(ERR_INTERRUPTED, "the interrupt check asked to stop; block says where")             \
     X(ERR_LOSS_ATTACHED, "a loss is already attached to this graph (or being attached)")  \
-    X(ERR_NO_PENDING, "commit needs a reverse pass run without committing")
+    X(ERR_NO_PENDING, "commit needs a reverse pass run without committing")                \
+    X(ERR_RECORD_MODE, "unknown record mode; value = the mode given")
 
 #define PD_STATUS_ENUM_(id, meaning) PD_##id,
 typedef enum { PD_STATUS_CODES(PD_STATUS_ENUM_) PD_STATUS_COUNT } pd_status;

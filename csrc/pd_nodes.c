@@ -4,10 +4,11 @@
 
 typedef struct {
     const char *ident, *name;
-    int scope;
+    int scope, kept_lean;
 } node_info;
 
-#define NODE_INFO_(id, name, scope) {#id, name, PD_SCOPE_##scope},
+#define NODE_INFO_(id, name, scope, lean) {#id, name, PD_SCOPE_##scope, PD_LEAN_##lean},
+enum { PD_LEAN_SPARE = 0, PD_LEAN_KEPT = 1 };
 static const node_info node_table[] = {PD_NODE_KINDS(NODE_INFO_)};
 #undef NODE_INFO_
 _Static_assert(sizeof node_table / sizeof node_table[0] == PD_N_COUNT, "one entry per node kind");
@@ -23,3 +24,5 @@ int pd_node_kind_info(int kind, const char **ident, const char **name, const cha
     *scope = scope_names[node_table[kind].scope];
     return 1;
 }
+
+int pd_node_kept_lean(int kind) { return kind >= 0 && kind < PD_N_COUNT && node_table[kind].kept_lean; }

@@ -114,6 +114,11 @@ class GraphReleasedError(AutodiffError):
     """The graph was released and cannot be used again."""
 
 
+class ValueNotKeptError(AutodiffError, LookupError):
+    """A named value was read from a forward record that did not keep it (record=False, or
+    keep='reverse')."""
+
+
 class DepthHealthError(PydepthError):
     """Residual health cannot be observed."""
 

@@ -16,8 +16,17 @@ from .batch import Batch
 from .config import DecoderConfig
 from ._checks import plain_array
 from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
-                     GraphReleasedError, ParameterLayoutError, ParameterNameError, PydepthError,
-                     StateDictError, TokenError, UnknownNameError)
+                     GraphReleasedError, ParameterLayoutError, ParameterNameError, StateDictError,
+                     TokenError, UnknownNameError, ValueNotKeptError)
+
+#: forward(keep=...) -> the core's record mode for a recorded graph.
+_KEEP_MODES: Dict[str, int] = {"all": _core.RECORD_ALL, "reverse": _core.RECORD_REVERSE}
+#: Why a value is missing, by ForwardRecord.keeps.
+_NOT_KEPT: Dict[str, str] = {
+    "sites": "forward(record=False) keeps only residual sites, the final norm output and logits",
+    "reverse": "forward(keep='reverse') keeps only what the reverse pass reads; use keep='all' to read it",
+    "all": "this record holds no such value",
+}
 
 
 class _RecordingState(threading.local):
@@ -181,8 +190,7 @@ class GraphValue:
         """Read-only numpy view of the value."""
         view = self._record._view(self._block, self._kind)
         if view is None:
-            raise PydepthError(f"{self.name} was not kept: forward(record=False) keeps only "
-                               "residual sites, the final norm output and logits")
+            raise ValueNotKeptError(f"{self.name} was not kept: {_NOT_KEPT[self._record.keeps]}")
         return view
 
     @property
@@ -364,6 +372,15 @@ class ForwardRecord:
     def recorded(self) -> bool:
         """Whether a graph was recorded (False under no_grad() or record=False)."""
         return self._graph.recorded
+
+    @property
+    def keeps(self) -> str:
+        """What this record kept: ``"all"`` (every named value), ``"reverse"`` (only what the
+        reverse pass reads, ``forward(keep="reverse")``) or ``"sites"`` (an unrecorded forward:
+        the residual sites, final norm output and logits)."""
+        if not self._graph.recorded:
+            return "sites"
+        return "reverse" if self._graph.lean else "all"
 
     @property
     def embedding(self) -> GraphValue:
@@ -613,32 +630,48 @@ class DecoderModel:
         shown, ids = _tokens_array(source, cfg)
         return shown, ids, None, None, None, None, None
 
-    def forward(self, tokens: Any, *, record: Optional[bool] = None) -> ForwardRecord:
+    def forward(self, tokens: Any, *, record: Optional[bool] = None, keep: str = "all") -> ForwardRecord:
         """Runs the decoder on token ids [B, T] (or a pydepth.Batch).
 
         ``record`` chooses whether the graph of intermediate values is kept for ``backward``
         (default: True outside :func:`no_grad`); with ``record=False`` the same bits are
         computed and only the residual sites, final norm output and logits are kept. Either way
-        the result is a :class:`ForwardRecord`."""
+        the result is a :class:`ForwardRecord`.
+
+        ``keep`` says what a recorded graph keeps: ``"all"`` (every named value) or
+        ``"reverse"`` (a training step's memory: only the values the reverse pass reads — the
+        residual sites, norm outputs and statistics, rotated queries and keys, values, attention
+        weights, merged heads, gate and up projections and the final norm output; the
+        probabilities are written over the logits). Every kept value, the loss, the gradients and
+        every adjoint are the same bits in both modes; reading a value that was not kept raises
+        :class:`pydepth.errors.ValueNotKeptError`."""
         if record is not None and not isinstance(record, (bool, np.bool_)):
             raise ArgumentTypeError(f"record must be True, False or None, got {record!r}")
-        shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
+        if not isinstance(keep, str) or keep not in _KEEP_MODES:
+            raise ArgumentTypeError(f"keep must be one of {sorted(_KEEP_MODES)}, got {keep!r}")
         rec = is_recording() if record is None else bool(record)
+        if keep == "reverse" and not rec:
+            why = "record=False" if record is not None else "no_grad()"
+            raise ArgumentTypeError(f"keep='reverse' says what a recorded graph keeps; this forward "
+                                    f"records nothing ({why})")
+        shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         try:
-            graph = _core._Graph(self._core, ids, valid, pos, seg, rec)
+            graph = _core._Graph(self._core, ids, valid, pos, seg, _KEEP_MODES[keep] if rec else _core.RECORD_NONE)
         except _core.CoreError as err:
             raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=self._config.vocabulary_size,
                        masked=mask is not None)
         return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
 
-    def loss(self, source: Any, targets: Any = None, *, record: Optional[bool] = None) -> GraphValue:
+    def loss(self, source: Any, targets: Any = None, *, record: Optional[bool] = None,
+             keep: str = "all") -> GraphValue:
         """Mean next-token cross entropy in nats over valid targets. source is token ids with
-        targets, a pydepth.Batch (its own targets), or a ForwardRecord of this model."""
+        targets, a pydepth.Batch (its own targets), or a ForwardRecord of this model (then
+        ``record`` and ``keep`` are the record's own); ``keep`` as in :meth:`forward`."""
         if isinstance(source, ForwardRecord):
             if source.model is not self:
                 raise ForeignRecordError("the forward record was produced by another model")
             return source.loss(targets)
-        fwd = self.forward(source, record=record)
+        fwd = self.forward(source, record=record, keep=keep)
         return fwd.loss(targets)
 
     def __repr__(self) -> str:

@@ -76,13 +76,17 @@ def test_graph_refuses_side_arrays_of_the_wrong_length():
         _core._Graph(None, ids)
     with pytest.raises(_core.CoreError):
         _core._Graph(core, np.zeros((0, 3), dtype=np.int64))
+    for mode in (-1, 3, 2**31 - 1):
+        with pytest.raises(_core.CoreError) as info:
+            _core._Graph(core, ids, record=mode)
+        assert info.value.code == _core.STATUS_CODES["ERR_RECORD_MODE"] and info.value.value == mode
     g = _core._Graph(core, ids)
     with pytest.raises(ValueError, match="targets"):
         g.attach_loss(np.zeros(2, dtype=np.int64))
     g.attach_loss(np.zeros(6, dtype=np.int64))
     with pytest.raises(ValueError, match="entries"):
         g.backward([(-1, LOGITS)], [np.zeros(3)])  # the logits hold 2*3*11
-    with pytest.raises(ValueError, match="not stored"):
+    with pytest.raises(ValueError, match="not in this graph"):
         g.backward([(7, 0)], [np.zeros(3)])
     with pytest.raises(ValueError, match="buffers"):
         g.backward([(-1, LOGITS)], [])

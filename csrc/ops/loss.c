@@ -161,7 +161,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
     const row_loops *L = current_loops();
     for (size_t g0 = begin; g0 < end; g0 += GROUP) {
         const size_t rows = end - g0 < GROUP ? end - g0 : GROUP;
-        double mxs[GROUP], tail[GROUP], lead[GROUP];
+        double mxs[GROUP], tail[GROUP], lead[GROUP], xts[GROUP];
         size_t first_max[GROUP];
         const double *tp[GROUP]; /* rows to sum; missing or skipped rows repeat a live one */
         size_t live = 0;
@@ -181,6 +181,7 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
                 c->bad[g] = 1;
                 continue;
             }
+            xts[r] = x[c->tgt[g]]; /* read before the row is shifted: prob may be the logits */
             /* the first zero shift: its exp, the literal 1, stays out of tail */
             const size_t fm = L->shift(x, V, mxs[r], p);
             first_max[r] = fm;
@@ -199,12 +200,11 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
         for (size_t r = 0; r < rows; r++) {
             if (first_max[r] == V) continue;
             const size_t g = g0 + r;
-            const double *x = c->logits + g * V;
             double *p = c->prob + g * V;
             p[first_max[r]] = lead[r];
             const double mx = mxs[r];
             const double lse = pd_log1p(tail[r]); /* log1p of the tail, not log(1 + tail) */
-            const double xt = x[c->tgt[g]];
+            const double xt = xts[r];
             const double gap = mx - xt;
             c->per_target[g] = gap + lse;
             const double sg = isfinite(gap) ? gap / dn : mx / dn - xt / dn;

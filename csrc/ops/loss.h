@@ -15,7 +15,8 @@ typedef struct {
 } pd_nll_targets;
 
 /* Valid-target mean NLL from logits [N, V] into *loss, over *count valid targets; prob receives
- * the saved softmax and per_target each valid group's NLL (+0.0 where invalid). */
+ * the saved softmax (prob may be logits: each row is read before it is written) and per_target
+ * each valid group's NLL (+0.0 where invalid). */
 pd_status pd_nll_forward(const pd_nll_targets *t, const double *logits, double *prob,
                          double *per_target, double *loss, size_t *count, pd_error *e);
 /* dlog may be prob itself (the adjoint written over the saved softmax). */

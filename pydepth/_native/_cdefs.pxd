@@ -24,6 +24,7 @@ cdef extern from "pd_error.h":
 cdef extern from "pd_nodes.h":
     enum: PD_N_COUNT, PD_N_LOSS, PD_N_PER_TARGET_NLL
     int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope)
+    int pd_node_kept_lean(int kind)
 
 cdef extern from "pd_rng.h":
     ctypedef struct pd_rng:
@@ -78,7 +79,7 @@ cdef extern from "pd_decoder.h":
         size_t head_width, kv_width, n_params
     ctypedef struct pd_graph:
         size_t N
-        int recorded, has_loss
+        int recorded, lean, has_loss
     pd_status pd_config_validate(const pd_config *c, pd_error *e)
     const char *pd_config_check_rule(size_t index)
     pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)
@@ -89,6 +90,7 @@ cdef extern from "pd_decoder.h":
     pd_status pd_params_check(const pd_config *c, pd_param **params, size_t n, pd_error *e)
     pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
     void pd_model_free(pd_model *m)
+    enum: PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_REVERSE
     pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                                const uint8_t *valid, const size_t *pos, const size_t *seg_start,
                                int record, pd_error *e) nogil
@@ -97,12 +99,15 @@ cdef extern from "pd_decoder.h":
     pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) nogil
     void pd_graph_free(pd_graph *g) nogil
     double *pd_graph_value(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4])
+    int pd_graph_value_shape(const pd_graph *g, int block, int kind, size_t *rank, size_t dims[4])
 
 cdef extern from "pd_backward.h":
     pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                 double **out, uint8_t *found, pd_error *e) nogil
     pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                      double **out, uint8_t *found, int mode, pd_error *e) nogil
+
+cdef extern from "pd_grad_txn.h":
     enum:
         PD_PASS_WAIT
         PD_PASS_COMMIT

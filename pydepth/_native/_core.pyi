@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Type hints for the Cython skin over the C core (pydepth/_core.pyx)."""
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,6 +36,10 @@ def parameter_layout(c: tuple) -> Tuple[Tuple[str, Tuple[int, ...]], ...]: ...
 
 STATUS_CODES: Dict[str, int]
 NODE_KINDS: Tuple[Tuple[str, str, str], ...]
+KEPT_LEAN: FrozenSet[int]
+RECORD_NONE: int
+RECORD_ALL: int
+RECORD_REVERSE: int
 
 class _Param:
     shape: Tuple[int, ...]
@@ -71,10 +75,12 @@ class _Graph:
     released: bool
     def __init__(self, model: _Model, ids: np.ndarray, valid: Optional[np.ndarray] = ...,
                  pos: Optional[np.ndarray] = ..., seg_start: Optional[np.ndarray] = ...,
-                 record: bool = ...) -> None: ...
+                 record: int = ...) -> None: ...
     def release(self) -> None: ...
     @property
     def recorded(self) -> bool: ...
+    @property
+    def lean(self) -> bool: ...
     @property
     def has_loss(self) -> bool: ...
     def attach_loss(self, targets: np.ndarray) -> None: ...

@@ -58,6 +58,10 @@ def _node_kind_table():
 STATUS_CODES = _status_table()
 #: (identifier, trace name, scope) of every node kind, indexed by kind, from csrc/pd_nodes.h.
 NODE_KINDS = _node_kind_table()
+#: The kinds a record made for the reverse pass alone keeps (the lean column of csrc/pd_nodes.h).
+KEPT_LEAN = frozenset(kind for kind in range(PD_N_COUNT) if pd_node_kept_lean(kind))
+#: The record modes of pd_graph_forward: residual sites only, every value, what the reverse pass reads.
+RECORD_NONE, RECORD_ALL, RECORD_REVERSE = PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_REVERSE
 
 
 def _u64_state(name, value):
@@ -569,7 +573,7 @@ cdef class _Graph:
 
     def __cinit__(self, _Model model not None, const int64_t[:, ::1] ids not None,
                   const uint8_t[::1] valid=None, const size_t[::1] pos=None,
-                  const size_t[::1] seg_start=None, bint record=True):
+                  const size_t[::1] seg_start=None, int record=PD_RECORD_ALL):
         cdef pd_error e
         cdef pd_status st
         cdef size_t B = ids.shape[0], T = ids.shape[1]
@@ -622,6 +626,11 @@ cdef class _Graph:
         return bool(self.g.recorded)
 
     @property
+    def lean(self):
+        """Whether the record keeps only what the reverse pass reads."""
+        return bool(self.g.lean)
+
+    @property
     def has_loss(self):
         return self.loss_state == 2
 
@@ -659,10 +668,14 @@ cdef class _Graph:
         return _view(self, ptr, tuple(dims[i] for i in range(rank)))
 
     def value_shape(self, int block, int kind):
+        """The shape of a value this graph computed, kept or not; None when it has no such value."""
         cdef size_t rank
         cdef size_t dims[4]
-        cdef double *ptr = self._value(block, kind, &rank, dims)
-        if ptr == NULL:
+        if not self.alive:
+            return None
+        if (kind == PD_N_LOSS or kind == PD_N_PER_TARGET_NLL) and self.loss_state != 2:
+            return None
+        if not pd_graph_value_shape(&self.g, block, kind, &rank, dims):
             return None
         return tuple(dims[i] for i in range(rank))
 
@@ -702,8 +715,8 @@ cdef class _Graph:
                 raise MemoryError()
             for i in range(n):
                 blocks[i], kinds[i] = selected[i]
-                if pd_graph_value(&self.g, blocks[i], kinds[i], &rank, dims) == NULL:
-                    raise ValueError(f"value {selected[i]} is not stored in this graph")
+                if not pd_graph_value_shape(&self.g, blocks[i], kinds[i], &rank, dims):
+                    raise ValueError(f"value {selected[i]} is not in this graph")
                 size = 1
                 for r in range(rank):
                     size *= dims[r]

@@ -68,8 +68,10 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
                        band: Any = None) -> Tuple[float, Optional[DepthHealthReport]]:
     """Forward and mean loss on ``tokens`` (a Batch, or ids with ``targets``), then one reverse
     pass: observing residual health in ``band`` on it when observe=True (the gradients are the
-    same bits), else ``loss.backward()``. Returns the loss and the report (None unless observed)."""
-    fwd = model.forward(tokens)
+    same bits), else ``loss.backward()`` on a forward that keeps only what the reverse pass reads
+    (the observer also reads the branch outputs). Returns the loss and the report (None unless
+    observed)."""
+    fwd = model.forward(tokens, keep="all" if observe else "reverse")
     loss = fwd.loss(targets)
     report = observe_residual_health(model, fwd, loss, band=band) if observe else None
     if not observe:
