@@ -225,15 +225,21 @@ static void prefetch_some(pf_cursor *c, size_t n) {
     }
 }
 
+/* One k-block of B: kb rows by nb columns from src, as pd_product lays them out. */
+typedef struct {
+    const double *src;
+    size_t rsb, csb, kb, nb;
+} b_block;
+
 /* The first row block packs panel jr just before its tiles (its source is then read while
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
- * returns how many of its lines each of the block's tiles asks for. */
-static size_t pack_panel(const pd_gemm_path *p, size_t kb, size_t nb, size_t jr, size_t mb, const double *bsrc,
-                         size_t rsb, size_t csb, double *dst, pf_cursor *pf) {
-    const size_t nr = (size_t)p->nr, mr = (size_t)p->mr;
-    pack_b(kb, nb - jr < nr ? nb - jr : nr, bsrc + jr * csb, rsb, csb, dst, p->nr, pd_gather_for(p));
+ * returns how many of its lines each of the block's mb rows' tiles asks for. */
+static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
+                         pf_cursor *pf) {
+    const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
+    pack_b(kb, nb - jr < nr ? nb - jr : nr, b->src + jr * b->csb, b->rsb, b->csb, dst, p->nr, pd_gather_for(p));
     if (jr + nr >= nb) return 0;
-    *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, bsrc + (jr + nr) * csb, rsb, csb);
+    *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
     return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
 }
@@ -317,7 +323,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
         for (size_t pc = 0; pc < K; pc += kc) {
             const size_t kb = K - pc < kc ? K - pc : kc;
             const int load = pc > 0, last = pc + kb == K;
-            const double *bsrc = B + pc * rsb + jc * csb;
+            const b_block bblk = {B + pc * rsb + jc * csb, rsb, csb, kb, nb};
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
@@ -327,7 +333,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     pf_cursor pf = {0};
                     const size_t pf_per_tile =
-                        ic == 0 ? pack_panel(p, kb, nb, jr, mb, bsrc, rsb, csb, bpack + jr * kb, &pf) : 0;
+                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
