@@ -154,7 +154,7 @@ def test_keep_reverse_is_refused_where_nothing_is_recorded():
     unrecorded = model.forward(packed(cfg, 1), record=False)
     assert unrecorded.keeps == "sites"
     with pytest.raises(ValueNotKeptError, match="record=False"):
-        unrecorded.named("blocks.0.ffn.up").value
+        _ = unrecorded.named("blocks.0.ffn.up").value
 
 
 def test_the_health_observer_refuses_a_lean_record_before_any_gradient_changes():
@@ -162,7 +162,7 @@ def test_the_health_observer_refuses_a_lean_record_before_any_gradient_changes()
     model = DecoderModel(cfg, SplitMix64(3))
     fwd = model.forward(packed(cfg, 2), keep="reverse")
     loss = fwd.loss()
-    with pytest.raises(ValueNotKeptError, match="attention.output"):
+    with pytest.raises(ValueNotKeptError, match=r"attention\.output"):
         pydepth.observe_residual_health(model, fwd, loss)
     assert all(not np.any(bits(p.grad)) for p in model.parameters)
     loss.backward()  # the record is still usable for an ordinary pass
