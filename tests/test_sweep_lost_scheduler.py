@@ -43,9 +43,10 @@ def test_a_scheduler_killed_mid_sweep_is_one_line_and_exit_1(tmp_path):
                                   preexec_fn=_die_with_parent))
     out = tmp_path / "out"
     sweep = None
+    # 800 cells in many batches: still running when the first part lands, however fast cells get
     try:
         sweep = subprocess.Popen([sys.executable, "-m", "pydepth", "sweep", "--depths", "8,16", "--widths", "64",
-                                  "--seeds", "0-9", "--sequence-length", "32", "--scheduler", address, "--quiet",
+                                  "--seeds", "0-199", "--sequence-length", "32", "--scheduler", address, "--quiet",
                                   "--out", str(out)], cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 90
