@@ -19,7 +19,7 @@ Timed operations (one "step"; the median over repetitions is reported):
   fwd_nograd  forward + mean loss + .item() without recording (no_grad in both)
   fwd_record  forward + mean loss + .item() recording the graph, graph dropped
   fwd_bwd     zero_grad + recorded forward + loss + backward + .item() (pydepth records with
-              forward(keep="reverse"), a training step's memory; --keep all for every value)
+              forward(keep="training"), a training step's memory; --keep all for every value)
 Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
 50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
@@ -144,7 +144,7 @@ class PydepthRunner:
             del f
             return v
 
-        keep = self.spec.get("keep", "reverse")
+        keep = self.spec.get("keep", "training")
 
         def fwd_bwd() -> float:
             m.zero_grad()
@@ -675,9 +675,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     ap.add_argument("--commit-label", default=None,
                     help="commit the installed pydepth was built from, when it is not /work/main's "
                          "working tree (e.g. built from `git archive HEAD`)")
-    ap.add_argument("--keep", choices=["reverse", "all"], default="reverse",
-                    help="what pydepth's fwd_bwd forward keeps (default: reverse, only what the "
-                         "reverse pass reads)")
+    ap.add_argument("--keep", choices=["training", "all"], default="training",
+                    help="what pydepth's fwd_bwd forward keeps (default: training, only what a "
+                         "training step reads)")
     ap.add_argument("--json", default=None, help="write all samples and metadata here")
     ap.add_argument("--worker", choices=["pydepth", "torch"], help=argparse.SUPPRESS)
     return ap.parse_args(argv)

@@ -196,18 +196,18 @@ void pd_model_free(pd_model *m) {
 
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* Doubles of the values one block keeps for the reverse pass: the norm statistics, the [N, W],
- * [N, KD] and [N, F] values its VJPs read, and the attention weights. */
+/* Doubles of the values one block keeps for a training step: the norm statistics, the [N, W],
+ * [N, KD] and [N, F] values its VJPs and the health observer read, and the attention weights. */
 static size_t block_kept_size(const pd_model *m, size_t B, size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    return N * (6 + 8 * W + 2 * m->kv_width + 2 * F) + B * m->cfg.heads * T * T;
+    return N * (6 + 10 * W + 2 * m->kv_width + 2 * F) + B * m->cfg.heads * T * T;
 }
 
-/* Doubles of the values no VJP reads (pre-RoPE heads, head outputs, branch outputs, SiLU
- * parts and the gated product): a lean record computes them in one set all blocks share. */
+/* Doubles of the values a training step does not read (pre-RoPE heads, head outputs, SiLU parts
+ * and the gated product): a lean record computes them in one set all blocks share. */
 static size_t block_spare_size(const pd_model *m, size_t B, size_t T) {
     const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    return N * (4 * W + m->kv_width + 3 * F);
+    return N * (2 * W + m->kv_width + 3 * F);
 }
 
 static double *carve(double **p, size_t n) {
@@ -224,7 +224,7 @@ static void norm_bind(pd_norm_rec *r, double **p, size_t N, size_t W) {
     r->out = carve(p, N * W);
 }
 
-/* Carves one block record: the values the reverse pass reads from *kept, the others from
+/* Carves one block record: the values a training step reads from *kept, the others from
  * *spare (the same cursor when every value is kept). */
 static void block_bind(pd_block_rec *r, double **kept, double **spare, const pd_model *m, size_t B,
                        size_t T) {
@@ -236,6 +236,8 @@ static void block_bind(pd_block_rec *r, double **kept, double **spare, const pd_
     r->merged = carve(kept, NW);
     r->after_attn = carve(kept, NW);
     r->out = carve(kept, NW);
+    r->attn_out = carve(kept, NW);
+    r->ffn_out = carve(kept, NW);
     r->value_heads = carve(kept, NKV);
     r->rot_key_heads = carve(kept, NKV);
     r->gate_linear = carve(kept, NF);
@@ -243,8 +245,6 @@ static void block_bind(pd_block_rec *r, double **kept, double **spare, const pd_
     r->weights = carve(kept, B * m->cfg.heads * T * T);
     r->query_heads = carve(spare, NW);
     r->head_outputs = carve(spare, NW);
-    r->attn_out = carve(spare, NW);
-    r->ffn_out = carve(spare, NW);
     r->key_heads = carve(spare, NKV);
     r->gate_sigmoid = carve(spare, NF);
     r->gate_silu = carve(spare, NF);
@@ -463,10 +463,10 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
     g->B = B;
     g->T = T;
-    if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_REVERSE)
+    if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_TRAINING)
         return pd_fail(e, PD_ERR_RECORD_MODE, 0, (double)record, -1, -1);
     g->recorded = record != PD_RECORD_NONE;
-    g->lean = record == PD_RECORD_REVERSE;
+    g->lean = record == PD_RECORD_TRAINING;
     g->n_blocks_stored = g->recorded ? m->cfg.layers : (m->cfg.layers ? 1 : 0);
     graph_sizes sizes;
     pd_status st = graph_sizes_of(g, &sizes, e);

@@ -59,7 +59,7 @@ typedef struct {
     size_t *seg_start;   /* [N] first t of the position's segment in its row */
     size_t *seg_end;     /* [N] one past the last t of the segment */
     int recorded;        /* 0: blocks share one scratch record */
-    int lean;            /* recorded keeping only what the reverse pass reads (PD_RECORD_REVERSE) */
+    int lean;            /* recorded keeping only what a training step reads (PD_RECORD_TRAINING) */
     size_t n_blocks_stored;
     double *x0;          /* [N, W] embedding output */
     double **sites;      /* [2L+1] residual sites (views into records or own copies) */
@@ -118,9 +118,10 @@ pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_e
 void pd_model_free(pd_model *m);
 
 /* What a forward keeps (docs/numerics.md §5.8): the residual sites, final norm and logits only;
- * every named value; or only what the reverse pass reads (the rest computed in one shared
+ * every named value; or only what a training step reads: the reverse pass and the residual-health
+ * observer (the rest computed in one shared
  * scratch set, the probabilities written over the logits). */
-enum { PD_RECORD_NONE = 0, PD_RECORD_ALL = 1, PD_RECORD_REVERSE = 2 };
+enum { PD_RECORD_NONE = 0, PD_RECORD_ALL = 1, PD_RECORD_TRAINING = 2 };
 
 /* Runs the forward pass. valid/pos/seg_start may be NULL for one full segment per row. */
 pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,

@@ -9,7 +9,8 @@ typedef enum { PD_SCOPE_BLOCK = 0, PD_SCOPE_GLOBAL, PD_SCOPE_EXTRA } pd_node_sco
 
 /* X(identifier, trace name, scope, lean). Block kinds come first, in the trace's evaluation
  * order (docs/numerics.md §5.8); a kind's code is its position in this list. lean: KEPT when a
- * record made for the reverse pass alone (PD_RECORD_REVERSE) keeps the value, else SPARE. */
+ * record made for a training step (PD_RECORD_TRAINING: what the reverse pass and the health
+ * observer read) keeps the value, else SPARE. */
 #define PD_NODE_KINDS(X)                                                \
     X(ATTN_MEAN_SQUARE, "attention_norm.mean_square", BLOCK, KEPT)      \
     X(ATTN_INVERSE_RMS, "attention_norm.inverse_rms", BLOCK, KEPT)      \
@@ -23,14 +24,14 @@ typedef enum { PD_SCOPE_BLOCK = 0, PD_SCOPE_GLOBAL, PD_SCOPE_EXTRA } pd_node_sco
     X(WEIGHTS, "attention.weights", BLOCK, KEPT)                        \
     X(HEAD_OUTPUTS, "attention.head_outputs", BLOCK, SPARE)             \
     X(MERGED, "attention.merged", BLOCK, KEPT)                          \
-    X(ATTN_OUTPUT, "attention.output", BLOCK, SPARE)                    \
+    X(ATTN_OUTPUT, "attention.output", BLOCK, KEPT)                     \
     X(AFTER_ATTENTION, "after_attention", BLOCK, KEPT)                  \
     X(FFN_NORM_OUTPUT, "ffn_norm.output", BLOCK, KEPT)                  \
     X(GATE_LINEAR, "ffn.gate_linear", BLOCK, KEPT)                      \
     X(GATE_SILU, "ffn.gate_silu", BLOCK, SPARE)                         \
     X(UP, "ffn.up", BLOCK, KEPT)                                        \
     X(PRODUCT, "ffn.product", BLOCK, SPARE)                             \
-    X(FFN_OUTPUT, "ffn.output", BLOCK, SPARE)                           \
+    X(FFN_OUTPUT, "ffn.output", BLOCK, KEPT)                            \
     X(BLOCK_OUTPUT, "output", BLOCK, KEPT)                              \
     X(EMBEDDING, "embedding.output", GLOBAL, KEPT)                      \
     X(FINAL_NORM_OUTPUT, "final_norm.output", GLOBAL, KEPT)             \
@@ -54,7 +55,7 @@ enum { PD_N_BLOCK_KINDS = 0 PD_NODE_KINDS(PD_NODE_COUNT_BLOCK_) };
 /* Identifier ("LOGITS"), trace name and scope ("block", "global", "extra") of a kind;
  * returns 0 (nothing written) outside [0, PD_N_COUNT). */
 int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope);
-/* 1 when a lean record (PD_RECORD_REVERSE) keeps values of this kind, else 0. */
+/* 1 when a lean record (PD_RECORD_TRAINING) keeps values of this kind, else 0. */
 int pd_node_kept_lean(int kind);
 
 #endif

@@ -116,7 +116,7 @@ class GraphReleasedError(AutodiffError):
 
 class ValueNotKeptError(AutodiffError, LookupError):
     """A named value was read from a forward record that did not keep it (record=False, or
-    keep='reverse')."""
+    keep='training')."""
 
 
 class DepthHealthError(PydepthError):

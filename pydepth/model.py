@@ -20,11 +20,11 @@ from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignR
                      TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
-_KEEP_MODES: Dict[str, int] = {"all": _core.RECORD_ALL, "reverse": _core.RECORD_REVERSE}
+_KEEP_MODES: Dict[str, int] = {"all": _core.RECORD_ALL, "training": _core.RECORD_TRAINING}
 #: Why a value is missing, by ForwardRecord.keeps.
 _NOT_KEPT: Dict[str, str] = {
     "sites": "forward(record=False) keeps only residual sites, the final norm output and logits",
-    "reverse": "forward(keep='reverse') keeps only what the reverse pass reads; use keep='all' to read it",
+    "training": "forward(keep='training') keeps only what a training step reads; use keep='all' to read it",
     "all": "this record holds no such value",
 }
 
@@ -375,12 +375,12 @@ class ForwardRecord:
 
     @property
     def keeps(self) -> str:
-        """What this record kept: ``"all"`` (every named value), ``"reverse"`` (only what the
-        reverse pass reads, ``forward(keep="reverse")``) or ``"sites"`` (an unrecorded forward:
+        """What this record kept: ``"all"`` (every named value), ``"training"`` (only what a
+        training step reads, ``forward(keep="training")``) or ``"sites"`` (an unrecorded forward:
         the residual sites, final norm output and logits)."""
         if not self._graph.recorded:
             return "sites"
-        return "reverse" if self._graph.lean else "all"
+        return "training" if self._graph.lean else "all"
 
     @property
     def embedding(self) -> GraphValue:
@@ -639,20 +639,21 @@ class DecoderModel:
         the result is a :class:`ForwardRecord`.
 
         ``keep`` says what a recorded graph keeps: ``"all"`` (every named value) or
-        ``"reverse"`` (a training step's memory: only the values the reverse pass reads — the
-        residual sites, norm outputs and statistics, rotated queries and keys, values, attention
-        weights, merged heads, gate and up projections and the final norm output; the
-        probabilities are written over the logits). Every kept value, the loss, the gradients and
-        every adjoint are the same bits in both modes; reading a value that was not kept raises
+        ``"training"`` (a training step's memory: only the values the reverse pass and the
+        residual-health observer read — the residual sites, norm outputs and statistics, rotated
+        queries and keys, values, attention weights, merged heads, the two branch outputs, gate
+        and up projections and the final norm output; the probabilities are written over the
+        logits). Every kept value, the loss, the gradients, every adjoint and a health report
+        are the same bits in both modes; reading a value that was not kept raises
         :class:`pydepth.errors.ValueNotKeptError`."""
         if record is not None and not isinstance(record, (bool, np.bool_)):
             raise ArgumentTypeError(f"record must be True, False or None, got {record!r}")
         if not isinstance(keep, str) or keep not in _KEEP_MODES:
             raise ArgumentTypeError(f"keep must be one of {sorted(_KEEP_MODES)}, got {keep!r}")
         rec = is_recording() if record is None else bool(record)
-        if keep == "reverse" and not rec:
+        if keep == "training" and not rec:
             why = "record=False" if record is not None else "no_grad()"
-            raise ArgumentTypeError(f"keep='reverse' says what a recorded graph keeps; this forward "
+            raise ArgumentTypeError(f"keep='training' says what a recorded graph keeps; this forward "
                                     f"records nothing ({why})")
         shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         try:

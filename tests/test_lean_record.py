@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""forward(keep="reverse") keeps only what the reverse pass reads: the loss, every gradient and
-every adjoint are the bits of a record that keeps everything, every value it keeps is the same
-bits, and every value it did not keep is refused by name with a typed error."""
+"""forward(keep="training") keeps only what a training step reads (the reverse pass and the
+residual-health observer): the loss, every gradient, every adjoint and the health report are the
+bits of a record that keeps everything, every value it keeps is the same bits, and every value it
+did not keep is refused by name with a typed error."""
 import contextlib
 
 import numpy as np
@@ -58,7 +59,7 @@ def test_a_lean_record_gives_the_loss_gradients_and_adjoints_of_a_full_record(cf
     full_model, lean_model = twins(cfg)
     with threads(n_threads):
         full = full_model.forward(packed(cfg, 3))
-        lean = lean_model.forward(packed(cfg, 3), keep="reverse")
+        lean = lean_model.forward(packed(cfg, 3), keep="training")
         full_loss, lean_loss = full.loss(), lean.loss()
         names = full.names()
         full_adj = full_loss.backward_with_selected_adjoints([full.named(n) for n in names])
@@ -75,7 +76,7 @@ def test_a_lean_record_gives_the_loss_gradients_and_adjoints_of_a_full_record(cf
 @pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
 def test_every_value_a_lean_record_keeps_has_the_full_records_bits_and_the_rest_are_refused(cfg):
     full_model, lean_model = twins(cfg)
-    full, lean = full_model.forward(packed(cfg, 4)), lean_model.forward(packed(cfg, 4), keep="reverse")
+    full, lean = full_model.forward(packed(cfg, 4)), lean_model.forward(packed(cfg, 4), keep="training")
     full.loss()
     lean.loss()
     refused = []
@@ -95,14 +96,14 @@ def test_every_value_a_lean_record_keeps_has_the_full_records_bits_and_the_rest_
                 if (whole.get(n) if n in whole else block[n.split(".", 2)[2]]) in spare]
     assert refused == expected
     assert "logits" in refused and "blocks.0.attention.weights" not in refused
-    assert lean.keeps == "reverse" and full.keeps == "all" and lean.recorded
+    assert lean.keeps == "training" and full.keeps == "all" and lean.recorded
 
 
 @pytest.mark.parametrize("cfg", CONFIGS[:3], ids=IDS[:3])
 def test_a_second_reverse_pass_over_a_lean_record_gives_the_full_records_bits(cfg):
     full_model, lean_model = twins(cfg)
     full_loss = full_model.loss(packed(cfg, 5))
-    lean_loss = lean_model.loss(packed(cfg, 5), keep="reverse")
+    lean_loss = lean_model.loss(packed(cfg, 5), keep="training")
     for _ in range(3):  # each pass after the first makes the logits and probabilities again
         full_loss.backward()
         lean_loss.backward()
@@ -113,7 +114,7 @@ def test_a_waiting_pass_then_a_committed_one_on_a_lean_record_match_a_full_recor
     cfg = CONFIGS[1]
     full_model, lean_model = twins(cfg)
     full_loss = full_model.loss(packed(cfg, 6))
-    lean_loss = lean_model.loss(packed(cfg, 6), keep="reverse")
+    lean_loss = lean_model.loss(packed(cfg, 6), keep="training")
     for loss in (full_loss, lean_loss):
         loss._reverse([], commit=False)
         loss._discard()
@@ -124,7 +125,7 @@ def test_a_waiting_pass_then_a_committed_one_on_a_lean_record_match_a_full_recor
 def test_a_lean_record_refuses_a_pass_after_a_parameter_changed_and_keeps_the_gradients():
     cfg = CONFIGS[1]
     model = DecoderModel(cfg, SplitMix64(2))
-    loss = model.loss(packed(cfg, 7), keep="reverse")
+    loss = model.loss(packed(cfg, 7), keep="training")
     loss.backward()
     before = grad_bits(model)
     p = model.parameters[0]
@@ -134,7 +135,7 @@ def test_a_lean_record_refuses_a_pass_after_a_parameter_changed_and_keeps_the_gr
     assert same(grad_bits(model), before)
 
 
-@pytest.mark.parametrize("keep", ["everything", "", "ALL", 1, None, b"reverse"])
+@pytest.mark.parametrize("keep", ["everything", "", "ALL", 1, None, b"training"])
 def test_keep_must_name_a_mode(keep):
     cfg = CONFIGS[0]
     model = DecoderModel(cfg, SplitMix64(1))
@@ -148,24 +149,24 @@ def test_keep_reverse_is_refused_where_nothing_is_recorded():
     cfg = CONFIGS[0]
     model = DecoderModel(cfg, SplitMix64(1))
     with pytest.raises(ArgumentTypeError, match="record=False"):
-        model.forward(packed(cfg, 1), record=False, keep="reverse")
+        model.forward(packed(cfg, 1), record=False, keep="training")
     with pydepth.no_grad(), pytest.raises(ArgumentTypeError, match="no_grad"):
-        model.forward(packed(cfg, 1), keep="reverse")
+        model.forward(packed(cfg, 1), keep="training")
     unrecorded = model.forward(packed(cfg, 1), record=False)
     assert unrecorded.keeps == "sites"
     with pytest.raises(ValueNotKeptError, match="record=False"):
         _ = unrecorded.named("blocks.0.ffn.up").value
 
 
-def test_the_health_observer_refuses_a_lean_record_before_any_gradient_changes():
-    cfg = CONFIGS[1]
-    model = DecoderModel(cfg, SplitMix64(3))
-    fwd = model.forward(packed(cfg, 2), keep="reverse")
-    loss = fwd.loss()
-    with pytest.raises(ValueNotKeptError, match=r"attention\.output"):
-        pydepth.observe_residual_health(model, fwd, loss)
-    assert all(not np.any(bits(p.grad)) for p in model.parameters)
-    loss.backward()  # the record is still usable for an ordinary pass
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_the_health_observer_gives_a_training_record_the_full_records_report_and_gradients(cfg):
+    full_model, lean_model = twins(cfg)
+    reports = []
+    for model, keep in ((full_model, "all"), (lean_model, "training")):
+        fwd = model.forward(packed(cfg, 2), keep=keep)
+        reports.append(pydepth.observe_residual_health(model, fwd, fwd.loss()).to_dict())
+    assert reports[0] == reports[1]  # floats compared exactly: the same bits
+    assert same(grad_bits(lean_model), grad_bits(full_model))
 
 
 @pytest.mark.parametrize("observe", [False, True])

@@ -90,7 +90,7 @@ cdef extern from "pd_decoder.h":
     pd_status pd_params_check(const pd_config *c, pd_param **params, size_t n, pd_error *e)
     pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
     void pd_model_free(pd_model *m)
-    enum: PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_REVERSE
+    enum: PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_TRAINING
     pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                                const uint8_t *valid, const size_t *pos, const size_t *seg_start,
                                int record, pd_error *e) nogil

@@ -39,7 +39,7 @@ NODE_KINDS: Tuple[Tuple[str, str, str], ...]
 KEPT_LEAN: FrozenSet[int]
 RECORD_NONE: int
 RECORD_ALL: int
-RECORD_REVERSE: int
+RECORD_TRAINING: int
 
 class _Param:
     shape: Tuple[int, ...]

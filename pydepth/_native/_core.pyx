@@ -58,10 +58,10 @@ def _node_kind_table():
 STATUS_CODES = _status_table()
 #: (identifier, trace name, scope) of every node kind, indexed by kind, from csrc/pd_nodes.h.
 NODE_KINDS = _node_kind_table()
-#: The kinds a record made for the reverse pass alone keeps (the lean column of csrc/pd_nodes.h).
+#: The kinds a record made for a training step keeps (the lean column of csrc/pd_nodes.h).
 KEPT_LEAN = frozenset(kind for kind in range(PD_N_COUNT) if pd_node_kept_lean(kind))
-#: The record modes of pd_graph_forward: residual sites only, every value, what the reverse pass reads.
-RECORD_NONE, RECORD_ALL, RECORD_REVERSE = PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_REVERSE
+#: The record modes of pd_graph_forward: residual sites only, every value, what a training step reads.
+RECORD_NONE, RECORD_ALL, RECORD_TRAINING = PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_TRAINING
 
 
 def _u64_state(name, value):
@@ -627,7 +627,7 @@ cdef class _Graph:
 
     @property
     def lean(self):
-        """Whether the record keeps only what the reverse pass reads."""
+        """Whether the record keeps only what a training step reads."""
         return bool(self.g.lean)
 
     @property

@@ -97,7 +97,7 @@ _TRANSLATIONS: Dict[str, Tuple[type, _Message]] = {
     "ERR_LOSS_ATTACHED": (E.AutodiffError, _fixed("this forward record already carries a loss")),
     "ERR_NO_PENDING": (E.AutodiffError, _fixed("no reverse pass is waiting to be committed on this graph")),
     "ERR_RECORD_MODE": (E.ArgumentTypeError, lambda s, err, c: f"unknown record mode {err.value!r} "
-                        "(0 sites only, 1 every value, 2 what the reverse pass reads)"),
+                        "(0 sites only, 1 every value, 2 what a training step reads)"),
     "ERR_NOT_RECORDED": (E.AutodiffError, _fixed("backward needs a recorded graph; this forward ran with "
                                                  "record=False or under no_grad()")),
     # the check stopped without raising (a handler swallowed SIGINT)

@@ -53,7 +53,7 @@ def _run(model: DecoderModel, ids: np.ndarray, targets: np.ndarray, label: str, 
          band: Optional[Sequence[float]]) -> Dict[str, Any]:
     say(f"{label}: forward ({ids.shape[1]} tokens)")
     t0 = time.perf_counter()
-    fwd = model.forward(ids)
+    fwd = model.forward(ids, keep="training")  # a training step's memory; the same bits
     loss = fwd.loss(targets)
     t1 = time.perf_counter()
     say(f"{label}: loss {loss.item():.6f} nats; backward and residual health")

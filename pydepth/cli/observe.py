@@ -43,10 +43,10 @@ def _observe(model: Any, tokens: np.ndarray, targets: np.ndarray, valid: Any, ba
     from ..health import observe_residual_health
     if valid is not None:
         row_ids = np.arange(tokens.shape[0])[:, None]
-        fwd = model.forward(Batch(tokens, targets, np.where(valid, row_ids, -1)))
+        fwd = model.forward(Batch(tokens, targets, np.where(valid, row_ids, -1)), keep="training")
         loss = fwd.loss()
     else:
-        fwd = model.forward(tokens)
+        fwd = model.forward(tokens, keep="training")
         loss = fwd.loss(targets)
     return {"loss": loss.item(), "report": observe_residual_health(model, fwd, loss, band=band)}
 

@@ -68,10 +68,9 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
                        band: Any = None) -> Tuple[float, Optional[DepthHealthReport]]:
     """Forward and mean loss on ``tokens`` (a Batch, or ids with ``targets``), then one reverse
     pass: observing residual health in ``band`` on it when observe=True (the gradients are the
-    same bits), else ``loss.backward()`` on a forward that keeps only what the reverse pass reads
-    (the observer also reads the branch outputs). Returns the loss and the report (None unless
-    observed)."""
-    fwd = model.forward(tokens, keep="all" if observe else "reverse")
+    same bits), else ``loss.backward()``, on a forward that keeps only what a training step reads.
+    Returns the loss and the report (None unless observed)."""
+    fwd = model.forward(tokens, keep="training")
     loss = fwd.loss(targets)
     report = observe_residual_health(model, fwd, loss, band=band) if observe else None
     if not observe:
@@ -98,7 +97,7 @@ def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
 def observe_step(model: DecoderModel, batch: Batch) -> Tuple[float, DepthHealthReport]:
     """Residual health of the current parameters on `batch` without training: the loss and the
     report train_step(observe=True) would return, with every parameter's .grad left as it was."""
-    fwd = model.forward(batch)
+    fwd = model.forward(batch, keep="training")
     loss = fwd.loss()
     report = observe_residual_health(model, fwd, loss, accumulate_gradients=False)
     value = loss.item()
