@@ -196,17 +196,17 @@ void pd_model_free(pd_model *m) {
 
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* Doubles of the values one block keeps for a training step: the norm statistics, the [N, W],
- * [N, KD] and [N, F] values its VJPs and the health observer read, and the attention weights. */
-static size_t block_kept_size(const pd_model *m, size_t B, size_t T) {
-    const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    return N * (6 + 10 * W + 2 * m->kv_width + 2 * F) + B * m->cfg.heads * T * T;
+/* Doubles of the values one block keeps for a training step, its attention weights aside: the
+ * norm statistics and the [N, W], [N, KD] and [N, F] values its VJPs and the health observer read. */
+static size_t block_kept_rows(const pd_model *m, size_t N) {
+    const size_t W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+    return N * (6 + 10 * W + 2 * m->kv_width + 2 * F);
 }
 
 /* Doubles of the values a training step does not read (pre-RoPE heads, head outputs, SiLU parts
  * and the gated product): a lean record computes them in one set all blocks share. */
-static size_t block_spare_size(const pd_model *m, size_t B, size_t T) {
-    const size_t N = B * T, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
+static size_t block_spare_size(const pd_model *m, size_t N) {
+    const size_t W = m->cfg.model_width, F = m->cfg.feed_forward_width;
     return N * (2 * W + m->kv_width + 3 * F);
 }
 
@@ -363,15 +363,17 @@ static pd_status graph_sizes_of(const pd_graph *g, graph_sizes *s, pd_error *e) 
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size, L = m->cfg.layers;
     const size_t n_sites = 2 * L + 1;
-    size_t tmp;
-    /* overflow guard for every size below: they are sums of products bounded by these */
+    size_t tmp, weights, kept, both;
+    /* overflow guard for every size below: the per-row sizes are bounded by the first product,
+     * B * heads * T by N * W */
     if (!pd_mul_ok(N, V + 16 * W + 8 * m->kv_width + 8 * m->cfg.feed_forward_width + 16, &tmp) ||
-        !pd_mul_ok(g->B * m->cfg.heads * g->T, g->T, &tmp) ||
-        !pd_mul_ok(block_kept_size(m, g->B, g->T) + block_spare_size(m, g->B, g->T), L + 1, &tmp) ||
+        !pd_mul_ok(g->B * m->cfg.heads * g->T, g->T, &weights) ||
+        !pd_add_ok(block_kept_rows(m, N), weights, &kept) ||
+        !pd_add_ok(kept, block_spare_size(m, N), &both) || !pd_mul_ok(both, L + 1, &tmp) ||
         !pd_mul_ok(n_sites, N * W, &tmp))
         return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
-    s->spare = g->lean ? block_spare_size(m, g->B, g->T) : 0;
-    s->block = block_kept_size(m, g->B, g->T) + (g->lean ? 0 : block_spare_size(m, g->B, g->T));
+    s->spare = g->lean ? both - kept : 0;
+    s->block = g->lean ? kept : both;
     s->global = N * W + 3 * N + 2 * N * W + N * V + N * W + 2 * N * m->kv_width;
     s->sites = g->recorded ? 0 : n_sites * N * W;
     if (!pd_mul_ok(g->n_blocks_stored, s->block, &s->total) || !pd_add_ok(s->total, s->global, &s->total) ||
