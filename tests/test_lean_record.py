@@ -7,6 +7,8 @@ import contextlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pydepth
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64
@@ -179,3 +181,23 @@ def test_a_training_steps_gradients_do_not_depend_on_what_its_forward_keeps(obse
     assert bits(np.float64(value)) == bits(np.float64(ref_loss.item()))
     assert same(grad_bits(stepped), grad_bits(reference))
     assert (report is not None) == observe
+
+
+@settings(max_examples=25, deadline=None)
+@given(heads=st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]), head_width=st.sampled_from([2, 4]),
+       ffn=st.integers(1, 12), layers=st.integers(1, 4), vocabulary=st.integers(2, 40),
+       seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 3), length=st.integers(1, 6))
+def test_random_models_and_batches_give_a_training_record_the_full_records_gradients(
+        heads, head_width, ffn, layers, vocabulary, seed, rows, length):
+    h, kv = heads
+    cfg = DecoderConfig(vocabulary, h * head_width, h, ffn, layers, 8, kv_heads=kv)
+    full_model, lean_model = DecoderModel(cfg, SplitMix64(seed)), DecoderModel(cfg, SplitMix64(seed))
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocabulary, size=(rows, length + 1))
+    losses = []
+    for model, keep in ((full_model, "all"), (lean_model, "training")):
+        loss = model.loss(ids[:, :-1], ids[:, 1:], keep=keep)
+        loss.backward()
+        losses.append(bits(loss.value))
+    assert losses[0] == losses[1]
+    assert same(grad_bits(lean_model), grad_bits(full_model))
