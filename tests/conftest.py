@@ -7,6 +7,8 @@ import importlib
 import json
 import os
 import pathlib
+import signal
+import socket
 import sys
 
 import numpy as np
@@ -147,3 +149,34 @@ def load_helper(filename):
 def torch_models():
     """tests/torch_models.py (tiny decoders of every bridged architecture)."""
     return load_helper("torch_models.py")
+
+
+# ---- shared by the `pydepth train` tests (test_train.py, test_train_hostile.py)
+
+#: The small byte-level model both train test files configure.
+TINY_TRAIN = {"vocabulary_size": 256, "model_width": 8, "heads": 2, "feed_forward_width": 16, "layers": 2,
+              "max_positions": 16}
+
+
+def write_tiny_train_config(directory):
+    """TINY_TRAIN written as ``directory/tiny.json``; returns the path."""
+    path = pathlib.Path(directory) / "tiny.json"
+    path.write_text(json.dumps(TINY_TRAIN))
+    return path
+
+
+# ---- shared by the Dask cluster tests (test_sweep.py, test_sweep_lost_scheduler.py)
+
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent():
+    """preexec_fn: on Linux a started process is killed when pytest dies (no stray cluster)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: workers ignore a lost parent
+

@@ -6,7 +6,6 @@ import importlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 from pydepth import PydepthError
-from conftest import need_extra
+from conftest import die_with_parent, free_port, need_extra
 
 need_extra("sweep")
 
@@ -57,24 +56,11 @@ def assert_bitwise_equal(a, b):
     assert a.schema.metadata == b.schema.metadata
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent():
-    """Linux: the Dask processes are killed if pytest itself is killed (no stray cluster)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: workers ignore a lost parent
-
-
 def _spawn(args, log, cwd):
     """A Dask process writing into ``log``; the parent's copy of the file closes at once."""
     with open(log, "w") as out:
         return subprocess.Popen(args, cwd=cwd, env=ENV, stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=die_with_parent)
 
 
 def _stop(procs):
@@ -94,7 +80,7 @@ def dask_cluster(tmp_path_factory):
     """A `dask scheduler` and two single-threaded `dask worker` processes on 127.0.0.1."""
     import distributed
     logs = tmp_path_factory.mktemp("dask-logs")
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     procs = []
     try:
@@ -329,7 +315,7 @@ def test_unreachable_scheduler_is_a_sweep_error(tmp_path, monkeypatch):
     from pydepth.sweep import run as run_sweep
     monkeypatch.setattr(importlib.import_module("pydepth.sweep.run"), "CONNECT_TIMEOUT", 1.0)
     with pytest.raises(SweepError, match="cannot reach the Dask scheduler"):
-        run_sweep(SweepSpec(**SMALL), out=tmp_path / "x", scheduler=f"tcp://127.0.0.1:{_free_port()}",
+        run_sweep(SweepSpec(**SMALL), out=tmp_path / "x", scheduler=f"tcp://127.0.0.1:{free_port()}",
                   progress=False)
 
 

@@ -2,8 +2,6 @@
 """A Dask scheduler killed mid-sweep: the command ends with one line naming the loss and exit 1
 (no traceback), the finished parts are kept and verified, and the same command resumes."""
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,34 +11,23 @@ import pytest
 pytest.importorskip("distributed", reason="sweeps on Dask need the 'sweep' extra")
 pytest.importorskip("pyarrow", reason="sweeps need the 'sweep' extra")
 
+from conftest import die_with_parent, free_port
 from pydepth.sweep.store import part_files
 
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent():
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-
-
 @pytest.mark.skipif(os.name != "posix", reason="kills a scheduler process")
 def test_a_scheduler_killed_mid_sweep_is_one_line_and_exit_1(tmp_path):
-    address = f"tcp://127.0.0.1:{_free_port()}"
+    address = f"tcp://127.0.0.1:{free_port()}"
     port = address.rsplit(":", 1)[1]
     procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", port,
                                "--dashboard-address", "127.0.0.1:0"], cwd=tmp_path, env=ENV,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)]
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)]
     procs.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--no-nanny",
                                    "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], cwd=tmp_path,
                                   env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  preexec_fn=_die_with_parent))
+                                  preexec_fn=die_with_parent))
     out = tmp_path / "out"
     sweep = None
     # 800 cells in many batches: still running when the first part lands, however fast cells get

@@ -15,19 +15,16 @@ from pydepth import DecoderConfig, DecoderModel, DepthInitializationBudget, Fres
 from pydepth import checkpoint
 from pydepth.cli import main
 from pydepth.training.step import byte_documents, draw_batch
-from conftest import need_extra
+from conftest import TINY_TRAIN, need_extra, write_tiny_train_config
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "data" / "corpus.txt"
-TINY = {"vocabulary_size": 256, "model_width": 8, "heads": 2, "feed_forward_width": 16, "layers": 2,
-        "max_positions": 16}
+TINY = TINY_TRAIN
 
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(TINY))
-    return path
+    return write_tiny_train_config(tmp_path)
 
 
 def run(*argv):

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import need_extra
+from conftest import TINY_TRAIN, need_extra, write_tiny_train_config
 
 import pydepth
 from pydepth import checkpoint
@@ -22,16 +22,13 @@ from pydepth.training import (TrainBudgetError, TrainSettings, TrainSettingsErro
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "data" / "corpus.txt"
-TINY = {"vocabulary_size": 256, "model_width": 8, "heads": 2, "feed_forward_width": 16, "layers": 2,
-        "max_positions": 16}
+TINY = TINY_TRAIN
 ENV = dict(os.environ, PYDEPTH_NUM_THREADS="1")
 
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(TINY))
-    return path
+    return write_tiny_train_config(tmp_path)
 
 
 def train(*argv):
