@@ -97,7 +97,7 @@ static void norm_backward(const pd_graph *g, const double *u, const double *x, c
 static pd_status prob_ready(pd_graph *g, pd_error *e) {
     if (!g->prob_spent) return PD_OK;
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
-    PD_TRY(pd_graph_logits_ready(g, e));
+    if (g->lean) pd_graph_head(g); /* its probabilities were written over the logits */
     double *nll = malloc((N ? N : 1) * sizeof(double)), loss;
     size_t count;
     if (!nll) return pd_fail(e, PD_ERR_ALLOC, N, 0.0, -1, -1);
@@ -105,7 +105,6 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
     pd_status st = pd_nll_forward(&t, g->logits, g->prob, nll, &loss, &count, e);
     free(nll);
     if (st == PD_OK) g->prob_spent = 0;
-    g->logits_spent = g->lean;
     return st;
 }
 

@@ -450,7 +450,7 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
         x = keep_site(g, 2 * b + 2, r->out);
     }
     PD_TRY(norm_forward(g, x, m->params[m->n_params - 1]->value, &g->final_norm, -1, PD_N_FINAL_NORM_OUTPUT, e));
-    pd_mm_nt(N, W, V, g->final_norm.out, W, E, W, g->logits, V, 0);
+    pd_graph_head(g);
     PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
     return PD_OK;
 }
@@ -499,15 +499,12 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
     return PD_OK;
 }
 
-/* A lean record's probabilities (or a spent adjoint) sit where its logits were: the same
- * product again gives the same logits while the parameters are unchanged. */
-pd_status pd_graph_logits_ready(pd_graph *g, pd_error *e) {
-    if (!g->logits_spent) return PD_OK;
+/* The tied head, logits = final norm output times E transposed; a lean record runs it again
+ * where its probabilities were, which gives the same logits while E is unchanged. */
+void pd_graph_head(pd_graph *g) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
     pd_mm_nt(N, W, V, g->final_norm.out, W, m->params[0]->value, W, g->logits, V, 0);
-    g->logits_spent = 0;
-    return PD_OK;
 }
 
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
@@ -538,7 +535,6 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     free(g->nll);
     g->prob = prob;
     g->prob_spent = 0;
-    g->logits_spent = g->lean;
     g->nll = nll;
     g->loss = loss;
     g->n_targets = count;

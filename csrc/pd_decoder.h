@@ -70,7 +70,6 @@ typedef struct {
     double *logits;      /* [N, V] */
     double *prob;        /* [N, V] once a loss is attached */
     int prob_spent;      /* prob holds a reverse pass's logits adjoint; the next pass recomputes it */
-    int logits_spent;    /* lean: logits hold the probabilities (or their adjoint), not the logits */
     double *nll;         /* [N] per-target NLL once a loss is attached */
     int64_t *targets;
     int has_loss;
@@ -135,9 +134,9 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
                        pd_error *e);
 /* Attaches the valid-target mean NLL; targets [N], read only at valid positions. */
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e);
-/* Makes a lean record's logits again where its probabilities were (a no-op otherwise); the
- * caller has checked the parameters are unchanged. */
-pd_status pd_graph_logits_ready(pd_graph *g, pd_error *e);
+/* The tied head into g->logits (docs/numerics.md §5.6); again, by a lean record's reverse pass,
+ * once the parameters are known unchanged. */
+void pd_graph_head(pd_graph *g);
 void pd_graph_free(pd_graph *g);
 
 /* Pointer and shape of a named value; NULL when not stored (or, in a lean record, not kept). */

@@ -651,10 +651,12 @@ cdef class _Graph:
             self._leave()
         _check_status(st, &e)
 
+    cdef bint _readable(self, int kind):
+        """Alive, and a loss value only once the loss is attached."""
+        return self.alive and (self.loss_state == 2 or (kind != PD_N_LOSS and kind != PD_N_PER_TARGET_NLL))
+
     cdef double *_value(self, int block, int kind, size_t *rank, size_t dims[4]):
-        if not self.alive:
-            return NULL
-        if (kind == PD_N_LOSS or kind == PD_N_PER_TARGET_NLL) and self.loss_state != 2:
+        if not self._readable(kind):
             return NULL
         return pd_graph_value(&self.g, block, kind, rank, dims)
 
@@ -671,11 +673,7 @@ cdef class _Graph:
         """The shape of a value this graph computed, kept or not; None when it has no such value."""
         cdef size_t rank
         cdef size_t dims[4]
-        if not self.alive:
-            return None
-        if (kind == PD_N_LOSS or kind == PD_N_PER_TARGET_NLL) and self.loss_state != 2:
-            return None
-        if not pd_graph_value_shape(&self.g, block, kind, &rank, dims):
+        if not self._readable(kind) or not pd_graph_value_shape(&self.g, block, kind, &rank, dims):
             return None
         return tuple(dims[i] for i in range(rank))
 
