@@ -123,6 +123,32 @@ def test_the_decoder_does_not_include_the_backward_header():
         assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(path), path.name
 
 
+def declared_functions(path):
+    """Names of the pd_ functions a C header declares (prototypes, not inline definitions)."""
+    return set(re.findall(r"\b(pd_\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*;", _code(path)))
+
+
+def test_the_declaration_reader_finds_known_prototypes():
+    assert {"pd_atfork", "pd_mutex_lock", "pd_thread_spawn"} <= declared_functions(CSRC / "platform" / "pd_thread.h")
+
+
+def test_the_platform_includes_and_declares_only_the_platform():
+    platform = (CSRC / "platform").resolve()
+    defined = {name for path in platform.glob("*.c") for name, _, _ in functions(path)}
+    bad = [
+        f"{path.name} includes {header.relative_to(ROOT.resolve())}"
+        for path in sorted(platform.glob("*.[ch]"))
+        for header in quoted_includes(path)
+        if not header.is_relative_to(platform)
+    ]
+    bad += [
+        f"{path.name} declares {name}, defined outside the platform"
+        for path in sorted(platform.glob("*.h"))
+        for name in sorted(declared_functions(path) - defined)
+    ]
+    assert not bad, bad
+
+
 FIGURE = re.compile(
     r"\bissue[- ]?\d+|(?<![\w&])#\d+\b|\b\d+(?:\.\d+)?\s*(?:us|µs|ms|ns|GFLOP/s|GF/s)\b"
     r"|\b\d+(?:\.\d+)?\s*->\s*\d+(?:\.\d+)?\b|\b\d+\s*%\s*(?:faster|slower)",
