@@ -10,21 +10,20 @@
 
 typedef struct {
     int shape, with; /* shape class; the named value whose lean column this value follows */
-} block_value_row;
+} unnamed_row;
 
-#define NAMED_ROW_(id, name, scope, lean, shape) {PD_S_##shape, PD_N_##id},
 #define UNNAMED_ROW_(id, with, shape) {PD_S_##shape, PD_N_##with},
-static const block_value_row block_values[] = {PD_NODE_KINDS(NAMED_ROW_) PD_BLOCK_UNNAMED(UNNAMED_ROW_)};
-#undef NAMED_ROW_
+static const unnamed_row unnamed[] = {PD_BLOCK_UNNAMED(UNNAMED_ROW_)};
 #undef UNNAMED_ROW_
-/* the unnamed rows follow every node kind's row */
-enum { UNNAMED_FIRST_ROW = PD_N_COUNT };
-_Static_assert(sizeof block_values / sizeof block_values[0] == PD_N_COUNT + PD_BLOCK_VALUES - PD_N_BLOCK_KINDS,
-               "one row per node kind and per unnamed block value");
+_Static_assert(sizeof unnamed / sizeof unnamed[0] == PD_BLOCK_VALUES - PD_N_BLOCK_KINDS,
+               "one row per unnamed block value");
 
-static const block_value_row *block_value(int v) {
-    return &block_values[v < PD_N_BLOCK_KINDS ? v : UNNAMED_FIRST_ROW + (v - PD_N_BLOCK_KINDS)];
+/* The shape class of block value v, and the node kind whose lean column decides whether a lean
+ * record keeps it per block. */
+static int value_shape(int v) {
+    return v < PD_N_BLOCK_KINDS ? pd_node_shape(v) : unnamed[v - PD_N_BLOCK_KINDS].shape;
 }
+static int value_kind(int v) { return v < PD_N_BLOCK_KINDS ? v : unnamed[v - PD_N_BLOCK_KINDS].with; }
 
 void pd_graph_extents(const pd_graph *g, size_t x[PD_X_COUNT]) {
     pd_config_extents(&g->model->cfg, g->B, g->T, x);
@@ -54,14 +53,14 @@ static void blocks_bind(pd_graph *g, pd_carver *c, const size_t x[PD_X_COUNT]) {
     double *shared[PD_BLOCK_VALUES] = {0};
     int per_block[PD_BLOCK_VALUES];
     for (int v = 0; v < PD_BLOCK_VALUES; v++) {
-        per_block[v] = !g->lean || pd_node_kept_lean(block_value(v)->with);
-        if (!per_block[v]) shared[v] = pd_carve(c, 1, block_value(v)->shape, x);
+        per_block[v] = !g->lean || pd_node_kept_lean(value_kind(v));
+        if (!per_block[v]) shared[v] = pd_carve(c, 1, value_shape(v), x);
     }
     pd_block_rec measured; /* a measuring pass's records: only their sizes count */
     for (size_t i = 0; i < g->n_blocks_stored; i++) {
         pd_block_rec *r = c->base ? &g->blocks[i] : &measured;
         for (int v = 0; v < PD_BLOCK_VALUES; v++)
-            r->v[v] = per_block[v] ? pd_carve(c, 1, block_value(v)->shape, x) : shared[v];
+            r->v[v] = per_block[v] ? pd_carve(c, 1, value_shape(v), x) : shared[v];
     }
 }
 
