@@ -135,7 +135,8 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
-    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]); /* dE_head: E is used transposed */
+    /* dE_head: E is used transposed */
+    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]);
     const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[final_gain], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[final_gain]->value,
                   &g->final_norm, &d_final_norm);
@@ -164,7 +165,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
     wgrad(B, T, F, W, rec[PD_N_PRODUCT], A, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
-    const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_LINEAR]};
+    const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
+                                  rec[PD_N_GATE_LINEAR]};
     const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
     pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
     PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
@@ -176,7 +178,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
     const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
-    norm_backward(g, d->ffn_norm_out, rec[PD_N_AFTER_ATTENTION], P[PD_P_FFN_GAIN]->value, &ffn_norm, &d_ffn_norm);
+    norm_backward(g, d->ffn_norm_out, rec[PD_N_AFTER_ATTENTION], P[PD_P_FFN_GAIN]->value, &ffn_norm,
+                  &d_ffn_norm);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
@@ -259,7 +262,8 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
         s->gather_ids[p] = (int64_t)s->gather_row[id];
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
-    emb_ctx ec = {W, s->grad[PD_LEAD_EMBEDDING], s->gather, s->touched, s->gather_row, s->direct[PD_LEAD_EMBEDDING]};
+    const size_t E = PD_LEAD_EMBEDDING;
+    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E]};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 

@@ -33,7 +33,6 @@ pd_status pd_config_validate(const pd_config *c, pd_error *e) {
     return PD_OK;
 }
 
-
 void pd_config_extents(const pd_config *c, size_t B, size_t T, size_t x[PD_X_COUNT]) {
     const size_t D = c->heads ? c->model_width / c->heads : 0; /* checked by pd_config_validate */
     x[PD_X_ONE] = 1;
