@@ -44,17 +44,45 @@ def test_every_cited_section_exists():
     assert not missing, missing
 
 
-def test_nothing_cites_documents_outside_the_repository():
-    pattern = re.compile(r"/work/shared|numerics\.md section")
-    offenders = []
-    for root in ("csrc", "pydepth", "tests", "README.md"):
-        path = ROOT / root
-        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-        for f in files:
-            if f.suffix in (".c", ".h", ".py", ".pyx", ".pxd", ".md") and f.name != "test_docs.py":
-                offenders += [f"{f.relative_to(ROOT)}:{i}" for i, line in enumerate(f.read_text().splitlines(), 1)
-                              if pattern.search(line)]
+def test_nothing_cites_the_contract_by_a_section_name_instead_of_its_number():
+    pattern = re.compile(r"numerics\.md section")
+    offenders = [f"{f.relative_to(ROOT)}:{i}" for f in _text_files() if f.name != "test_docs.py"
+                 for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert not offenders, offenders
+
+
+# a path of one machine: a home, a scratch or a work directory; commands in the repository run from any checkout
+MACHINE_PATH = re.compile(r"(?<![\w.~$-])/(?:work|tmp|root|home|Users)/")
+_NOT_SOURCES = {".git", "build", "dist", "_skbuild", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                ".hypothesis", ".venv", "venv", "node_modules"}
+
+
+def _text_files():
+    """Every text file of the checkout (UTF-8 without NUL bytes), outside build and tool directories."""
+    for path in sorted(ROOT.rglob("*")):
+        parts = path.relative_to(ROOT).parts
+        if not path.is_file() or any(p in _NOT_SOURCES or p.endswith(".egg-info") for p in parts):
+            continue
+        data = path.read_bytes()
+        if b"\0" in data:
+            continue
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        yield path
+
+
+def test_the_text_files_scanned_for_machine_paths_include_every_part_of_the_repository():
+    scanned = {f.relative_to(ROOT).parts[0] for f in _text_files()}
+    assert {"benchmarks", "csrc", "docs", "examples", "pydepth", "tests", ".ci", "README.md",
+            "pyproject.toml"} <= scanned, sorted(scanned)
+
+
+def test_no_text_file_names_a_path_of_one_machine():
+    offenders = [f"{f.relative_to(ROOT)}:{i}: {line.strip()[:100]}" for f in _text_files()
+                 for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not offenders, "\n".join(offenders)
 
 
 GUIDES = ("docs/architecture.md", "CONTRIBUTING.md", "CHANGELOG.md")
