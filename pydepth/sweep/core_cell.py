@@ -45,7 +45,7 @@ def run_core_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
     listed = set(spec.steps)
     opt = optimizer_class()(model.parameters, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
                             weight_decay=spec.weight_decay) if spec.max_step > 0 else None
-    rows: List[Tuple[Any, ...]] = []
+    rows: List[Dict[str, Any]] = []
     for t in range(spec.max_step + 1):
         reached = t  # a refused update is reported at the step it could not reach
         try:
