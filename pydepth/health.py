@@ -435,7 +435,7 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
         for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
             if adjoint is None:
                 raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
-            if tuple(adjoint.shape) != tuple(site.shape):
+            if tuple(adjoint.shape) != site.shape:
                 raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from "
                                            f"the site's {site.shape}")
             gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))

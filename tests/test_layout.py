@@ -113,3 +113,25 @@ def test_no_function_is_longer_than_60_lines_or_more_complex_than_20():
             if lines > 60 or complexity > 20:
                 offenders.append(f"{where}:{node.lineno} {node.name}: {lines} lines, complexity {complexity}")
     assert offenders == [], offenders
+
+
+def test_the_installed_package_ships_its_typed_marker_and_the_skins_type_hints():
+    assert (PACKAGE / "py.typed").is_file()
+    compiled = sorted(p.stem for p in (SOURCE / "_native").glob("*.pyx"))
+    assert compiled and all((PACKAGE / "_native" / f"{name}.pyi").is_file() for name in compiled), compiled
+
+
+def test_every_function_of_the_package_is_annotated_as_mypy_is_configured_to_require():
+    config = (SOURCE.parent / "pyproject.toml").read_text()
+    assert "[tool.mypy]" in config and 'python_version = "3.9"' in config
+    assert "disallow_untyped_defs = true" in config and "disallow_incomplete_defs = true" in config
+    unannotated = []
+    for path in SOURCE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                args += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+                bare = [a.arg for a in args if a.annotation is None and a.arg not in ("self", "cls")]
+                if node.returns is None or bare:
+                    unannotated.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno} {node.name} {bare}")
+    assert not unannotated, unannotated

@@ -21,7 +21,7 @@ __all__ = ["optimizer_class", "core_ready", "run_core_cell"]
 def optimizer_class() -> Any:
     """``pydepth.optim.AdamW``, or :class:`OptimizerUnavailableError` when it is missing."""
     try:
-        from ..optim import AdamW  # type: ignore[import-not-found,attr-defined]
+        from ..optim import AdamW
     except ImportError:
         raise OptimizerUnavailableError(
             "optimizer steps after 0 need pydepth.optim.AdamW, which this pydepth does not have; "
