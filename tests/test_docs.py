@@ -214,3 +214,11 @@ def test_the_architecture_guide_names_every_subpackage():
                       if p.parent != ROOT / "pydepth")
     unnamed = [p for p in packages if p not in text and p.replace("pydepth/", "", 1) + "/" not in text]
     assert not unnamed, unnamed
+
+
+def test_the_tests_index_names_every_test_file_and_helper_once():
+    text = (ROOT / "tests" / "README.md").read_text()
+    named = re.findall(r"^\| `([\w./]+)` \|", text, flags=re.M)
+    files = sorted(p.name for p in (ROOT / "tests").glob("*.py"))
+    assert sorted(n for n in named if n.endswith(".py")) == files
+    assert len(named) == len(set(named))
