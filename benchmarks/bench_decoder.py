@@ -673,8 +673,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds one worker command may take before the shape is abandoned")
     ap.add_argument("--commit-label", default=None,
-                    help="commit the installed pydepth was built from, when it is not /work/main's "
-                         "working tree (e.g. built from `git archive HEAD`)")
+                    help="commit the installed pydepth was built from, when it is not the working tree "
+                         "of the checkout this script is in (e.g. built from `git archive HEAD`)")
     ap.add_argument("--keep", choices=["training", "all"], default="training",
                     help="what pydepth's fwd_bwd forward keeps (default: training, only what a "
                          "training step reads)")

@@ -2,11 +2,12 @@
 /* Small products, unpacked (gemm_small.c) against packed (gemm.c's blocked path): the
  * measurement behind PD_SMALL_MACS. Build the core twice, once with every product packed:
  *
- *   cmake -S . -B /tmp/pd-small -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/pd-small pdcore
- *   cmake -S . -B /tmp/pd-packed -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-DPD_SMALL_MACS=1 \
- *     && ninja -C /tmp/pd-packed pdcore
- *   for b in small packed; do cc -O2 -Icsrc benchmarks/bench_small_gemm.c /tmp/pd-$b/libpdcore.a \
- *     -lm -lpthread -o /tmp/bsg-$b && /tmp/bsg-$b avx512; done   # or avx2, baseline
+ *   out="$(mktemp -d)"   # from the root of a checkout
+ *   cmake -S . -B "$out/pd-small" -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C "$out/pd-small" pdcore
+ *   cmake -S . -B "$out/pd-packed" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-DPD_SMALL_MACS=1 \
+ *     && ninja -C "$out/pd-packed" pdcore
+ *   for b in small packed; do cc -O2 -Icsrc benchmarks/bench_small_gemm.c "$out/pd-$b/libpdcore.a" \
+ *     -lm -lpthread -o "$out/bsg-$b" && "$out/bsg-$b" avx512; done   # or avx2, baseline
  *
  * and read the two tables side by side: fastest of 7 loops, microseconds per product, 1 thread. */
 #include <stdio.h>

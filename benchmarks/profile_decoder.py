@@ -2,8 +2,8 @@
 """Where pydepth's fwd_bwd time goes, for one benchmark shape.
 
     python benchmarks/profile_decoder.py --shape small [--threads 1] [--steps 500] [--cprofile]
-    perf record -g -o /tmp/pd.perf python benchmarks/profile_decoder.py --shape medium --steps 5
-    perf report -i /tmp/pd.perf --no-children --stdio | grep -E '^ +[0-9]' | head -20
+    perf record -g -o pd.perf python benchmarks/profile_decoder.py --shape medium --steps 5
+    perf report -i pd.perf --no-children --stdio | grep -E '^ +[0-9]' | head -20
 
 Runs zero_grad + recorded forward + loss + backward `steps` times (after two warm-up
 steps) and prints the mean step time, split into the Python facade's share (cProfile

@@ -3,7 +3,7 @@
 
     python benchmarks/torch_decoder.py [--json]   # correctness check against pydepth
 
-The model follows /work/shared/docs/numerics.md operation for operation in meaning, not
+The model follows docs/numerics.md operation for operation in meaning, not
 in rounding: token embedding, per block pre-norm RMSNorm -> causal multi-head attention
 with RoPE (adjacent pairs, positions 0..T-1, optional grouped-query attention) -> residual
 add, RMSNorm -> SwiGLU -> residual add; final RMSNorm; tied vocabulary head; mean

@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: MIT
 """pydepth: depth-aware initialization and residual health for small float64 decoders,
 bit-exact to the chapter's reference core."""
-from typing import Any
-
 try:
     from ._native._core import SplitMix64
 except ModuleNotFoundError as _err:  # an unbuilt checkout shadows the installed package
@@ -11,7 +9,7 @@ except ModuleNotFoundError as _err:  # an unbuilt checkout shadows the installed
     from ._native._unbuilt import unbuilt_core
     unbuilt_core(__file__)
 
-from . import _moved, checkpoint, optim
+from . import checkpoint, optim
 from ._version import __version__
 from .batch import Batch
 from .config import DecoderConfig
@@ -34,10 +32,3 @@ __all__ = ["__version__", "SplitMix64", "Batch", "DecoderConfig", "XavierScale",
            "Restored", "initialize_depth_scaled", "observe_residual_health", "classify_ratio",
            "RatioBand", "HEALTH_BAND", "DepthHealthReport", "ResidualHealthRow", "BranchHealthRow",
            "checkpoint", "optim", *_error_names]
-
-_moved.install()
-
-
-def __getattr__(name: str) -> Any:
-    """``pydepth.demo`` and the other modules that moved into subpackages, read as attributes."""
-    return _moved.moved_attribute(name)

@@ -2,7 +2,7 @@
 """Batch: occurrence-local packed rows of segments, with padding and validity."""
 from __future__ import annotations
 
-from typing import Any, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class Batch:
             raise TokenError(f"target id {int(tgt[b, t])} at valid position [{b}, {t}]")
         positions = np.zeros((B, T), dtype=np.int64)
         starts = np.zeros((B, T), dtype=np.int64)
-        seen_rows = {}
+        seen_rows: Dict[int, Tuple[int, int]] = {}
         for b in range(B):
             t = 0
             while t < T:
@@ -89,7 +89,7 @@ class Batch:
             a.setflags(write=False)
 
     @classmethod
-    def pack(cls, sources: Sequence[Sequence[int]], row_length: int, pad_id: int = -1) -> Batch:
+    def pack(cls, sources: Sequence[Union[Sequence[int], np.ndarray]], row_length: int, pad_id: int = -1) -> Batch:
         """Greedy packing: each source (>= 2 ids) becomes one segment with inputs source[:-1]
         and targets source[1:]; segments fill rows of row_length in order, a new row starting
         whenever the next segment does not fit in the current one. Never truncates."""
@@ -101,7 +101,9 @@ class Batch:
             raise TokenError(f"sources must be a sequence of id sequences, got {type(sources).__name__}") from None
         if len(sources) == 0:
             raise TokenError("pack needs at least one source sequence")
-        rows, current, used = [], [], 0
+        rows: List[List[Tuple[int, np.ndarray]]] = []
+        current: List[Tuple[int, np.ndarray]] = []
+        used = 0
         for i, src in enumerate(sources):
             arr = plain_array(f"source {i}", src, TokenError)
             if arr.dtype.kind not in "iu" or arr.ndim != 1:
@@ -119,9 +121,9 @@ class Batch:
         rows.append(current)
         B = len(rows)
         try:
-            tok = np.full((B, row_length), pad_id, dtype=np.int64)
-            tgt = np.full((B, row_length), pad_id, dtype=np.int64)
-            seg = np.full((B, row_length), -1, dtype=np.int64)
+            tok: np.ndarray = np.full((B, row_length), pad_id, dtype=np.int64)
+            tgt: np.ndarray = np.full((B, row_length), pad_id, dtype=np.int64)
+            seg: np.ndarray = np.full((B, row_length), -1, dtype=np.int64)
         except MemoryError:
             raise AllocationError(f"cannot allocate {B} rows of row_length {row_length}") from None
         for b, row in enumerate(rows):
@@ -177,7 +179,7 @@ class Batch:
                     out.append((b, t, n))
         return tuple(out)
 
-    def _core_layout(self, cfg: DecoderConfig):
+    def _core_layout(self, cfg: DecoderConfig) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         bad = np.argwhere(self._valid & (self._positions >= cfg.max_positions))
         if bad.size:
             b, t = (int(x) for x in bad[0])

@@ -268,7 +268,7 @@ def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.nd
 
 def _rebuild_optimizer(model: DecoderModel, state: Mapping[str, Any]) -> optim.Optimizer:
     kinds = {"SGD": optim.SGD, "AdamW": optim.AdamW}
-    kind = kinds.get(state.get("optimizer"))
+    kind = kinds.get(str(state.get("optimizer")))
     if kind is None:
         raise OptimizerStateError(f"unknown optimizer {state.get('optimizer')!r}; known {sorted(kinds)}")
     hyper = state.get("hyperparameters")

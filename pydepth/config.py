@@ -32,7 +32,7 @@ class DecoderConfig:
     feed_forward_width: int
     layers: int
     max_positions: int
-    kv_heads: Optional[int] = None
+    kv_heads: int  # the constructor's None becomes heads (no grouped-query attention)
     rope_base: float = 10000.0
     rms_epsilon: float = 1e-6
 

@@ -12,7 +12,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Sequence, Union
+from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -403,6 +403,14 @@ class FreshDepthInitialization:
         "_revisions",
         "_trial_rng",
     )
+    _base: DecoderModel
+    _caller_rng: SplitMix64
+    _completed: bool
+    _config: DecoderConfig
+    _initial_state: int
+    _policy: DepthScalePolicy
+    _revisions: Tuple[int, ...]
+    _trial_rng: SplitMix64
 
     def __init__(self, *args: Any, _token: object = None, **kwargs: Any) -> None:
         if _token is not _PREPARE_TOKEN:

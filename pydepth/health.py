@@ -20,18 +20,19 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ._checks import plain_array
+from ._fields import as_dict, quantity, table_cells, table_header
 from .errors import (ArgumentTypeError, EmptyValidityError, InvalidBandError, InvalidGeometryError,
                      InvalidNormalizerError, MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
 from .model import DecoderModel, ForwardRecord, GraphValue
 
 __all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
            "BranchHealthRow", "DepthHealthReport", "observe_residual_health",
-           "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "site_label"]
+           "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "site_label", "site_table"]
 
 #: A band argument: ``None`` for the chapter's :data:`HEALTH_BAND`, else ``(low, high)``.
 BandLike = Optional[Sequence[float]]
@@ -149,45 +150,54 @@ def site_label(site: int) -> str:
     return f"block.{site // 2 - 1}.after_feed_forward"
 
 
+_RATIO = "1 (a ratio)"
+_RESIDUAL = "the residual's unit"
+_ADJOINT = "nats per residual unit"
+
+
 @dataclass(frozen=True)
 class ResidualHealthRow:
     """One residual site: absolute RMS values, their ratios to the normalizers and the ratios'
-    band classification."""
+    band classification. Each field declares its name in sweep rows and logged metrics, its unit
+    and its printed heading (:mod:`pydepth._fields`); the fields' order is the sweep's column order."""
 
-    site: int
-    label: str
-    activation_rms: float
-    adjoint_rms: float
-    activation_ratio: float
-    adjoint_ratio: float
-    activation_status: RatioBand
-    adjoint_status: RatioBand
+    site: int = quantity("the site: 0 the input residual, 2b+1 after block b's attention addition, "
+                         "2b+2 after its feed-forward addition", heading="site")
+    label: str = quantity("the site's name: `input`, `block.3.after_attention`, `block.3.after_feed_forward` "
+                          "or `block.3.parallel_residual.output`", column="site_label", heading="stage")
+    activation_ratio: float = quantity("activation RMS ratio `A_s / A_0`", unit=_RATIO, heading="A_s/A_0",
+                                       fmt=".6f", metric=True)
+    adjoint_ratio: float = quantity("adjoint RMS ratio `G_s / G_2L`", unit=_RATIO, heading="G_s/G_2L",
+                                    fmt=".6f", metric=True)
+    activation_rms: float = quantity("activation RMS `A_s` over the valid positions' features", unit=_RESIDUAL,
+                                     heading="A_s", fmt=".6f", metric=True)
+    adjoint_rms: float = quantity("RMS `G_s` of the completed mean-loss adjoint over the valid positions' "
+                                  "features", unit=_ADJOINT, heading="G_s", fmt=".6f", metric=True)
+    activation_status: RatioBand = quantity("where `A_s / A_0` lies against the band: `within`, `below` or "
+                                            "`above`", heading="A class")
+    adjoint_status: RatioBand = quantity("where `G_s / G_2L` lies against the band: `within`, `below` or "
+                                         "`above`", heading="G class")
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form (statuses as their string values)."""
-        return {"site": self.site, "label": self.label, "activation_rms": self.activation_rms,
-                "adjoint_rms": self.adjoint_rms, "activation_ratio": self.activation_ratio,
-                "adjoint_ratio": self.adjoint_ratio,
-                "activation_status": self.activation_status.value,
-                "adjoint_status": self.adjoint_status.value}
+        """JSON-serializable form (statuses as their string values), keyed by field name."""
+        return as_dict(self)
 
 
 @dataclass(frozen=True)
 class BranchHealthRow:
     """Branch-output RMS and the two norm gains of one block (outside the ratio band)."""
 
-    block: int
-    attention_output_rms: float
-    feed_forward_output_rms: float
-    attention_norm_gain: Tuple[float, ...]
-    feed_forward_norm_gain: Tuple[float, ...]
+    block: int = quantity("the block")
+    attention_output_rms: float = quantity("RMS of the attention branch's output over the valid positions",
+                                           unit=_RESIDUAL)
+    feed_forward_output_rms: float = quantity("RMS of the feed-forward branch's output over the valid positions",
+                                              unit=_RESIDUAL)
+    attention_norm_gain: Tuple[float, ...] = quantity("the attention norm's gain vector")
+    feed_forward_norm_gain: Tuple[float, ...] = quantity("the feed-forward norm's gain vector")
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form."""
-        return {"block": self.block, "attention_output_rms": self.attention_output_rms,
-                "feed_forward_output_rms": self.feed_forward_output_rms,
-                "attention_norm_gain": list(self.attention_norm_gain),
-                "feed_forward_norm_gain": list(self.feed_forward_norm_gain)}
+        """JSON-serializable form, keyed by field name."""
+        return as_dict(self)
 
 
 @dataclass(frozen=True)
@@ -195,14 +205,15 @@ class DepthHealthReport:
     """Residual health of one decoder on one forward pass and its mean loss; ``band`` is the
     inclusive band the statuses were classified against."""
 
-    valid_positions: int
-    width: int
-    input_activation_normalizer: float
-    terminal_adjoint_normalizer: float
-    sites: Tuple[ResidualHealthRow, ...]
-    branches: Tuple[BranchHealthRow, ...]
-    final_norm_gain: Tuple[float, ...]
-    band: Tuple[float, float] = HEALTH_BAND
+    valid_positions: int = quantity("positions that entered the RMS")
+    width: int = quantity("features per position")
+    input_activation_normalizer: float = quantity("input activation RMS `A_0`", unit=_RESIDUAL)
+    terminal_adjoint_normalizer: float = quantity("terminal residual-adjoint RMS `G_2L`", unit=_ADJOINT)
+    sites: Tuple[ResidualHealthRow, ...] = quantity("one row per residual site")
+    branches: Tuple[BranchHealthRow, ...] = quantity("one row per block")
+    final_norm_gain: Tuple[float, ...] = quantity("the final norm's gain vector")
+    band: Tuple[float, float] = quantity("the inclusive band the ratios were classified in", unit=_RATIO,
+                                         default=HEALTH_BAND)
 
     @property
     def within_band(self) -> bool:
@@ -223,19 +234,11 @@ class DepthHealthReport:
         return min(values), max(values)
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-serializable form, with the ratio ranges and ``within_band``."""
+        """JSON-serializable form: every field by its name, then the ratio ranges and ``within_band``."""
         a_min, a_max = self.activation_ratio_range
         g_min, g_max = self.adjoint_ratio_range
-        return {"valid_positions": self.valid_positions, "width": self.width,
-                "input_activation_normalizer": self.input_activation_normalizer,
-                "terminal_adjoint_normalizer": self.terminal_adjoint_normalizer,
-                "band": list(self.band),
-                "sites": [r.to_dict() for r in self.sites],
-                "activation_ratio_min": a_min, "activation_ratio_max": a_max,
-                "adjoint_ratio_min": g_min, "adjoint_ratio_max": g_max,
-                "within_band": self.within_band,
-                "branches": [b.to_dict() for b in self.branches],
-                "final_norm_gain": list(self.final_norm_gain)}
+        return {**as_dict(self), "activation_ratio_min": a_min, "activation_ratio_max": a_max,
+                "adjoint_ratio_min": g_min, "adjoint_ratio_max": g_max, "within_band": self.within_band}
 
     def to_table(self, title: Optional[str] = None) -> str:
         """A plain-text table for people (six decimals; classification uses unrounded ratios)."""
@@ -246,14 +249,16 @@ class DepthHealthReport:
                      f"[{self.band[0]:g}, {self.band[1]:g}] inclusive")
         lines.append(f"input activation RMS normalizer A_0: {self.input_activation_normalizer:.6f}")
         lines.append(f"terminal residual-adjoint RMS normalizer G_2L: {self.terminal_adjoint_normalizer:.6f}")
-        header = ("site", "stage", "A_s", "A_s/A_0", "class", "G_s", "G_s/G_2L", "class")
-        body = [(str(r.site), r.label, f"{r.activation_rms:.6f}", f"{r.activation_ratio:.6f}",
-                 r.activation_status.value, f"{r.adjoint_rms:.6f}", f"{r.adjoint_ratio:.6f}",
-                 r.adjoint_status.value) for r in self.sites]
-        lines.extend(format_table(header, body))
+        lines.extend(site_table([r.to_dict() for r in self.sites]))
         lines.append("all site ratios within band" if self.within_band
                      else "SOME SITE RATIOS OUTSIDE THE BAND")
         return "\n".join(lines)
+
+
+def site_table(sites: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The site rows (each in :meth:`ResidualHealthRow.to_dict` form) as text lines: one column
+    per field of :class:`ResidualHealthRow` that declares a heading."""
+    return format_table(table_header(ResidualHealthRow), [table_cells(ResidualHealthRow, r) for r in sites])
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
@@ -430,7 +435,7 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
         for i, (site, adjoint) in enumerate(zip(sites, adjoints)):
             if adjoint is None:
                 raise MissingAdjointError(f"site {i} ({site_label(i)}, {site.name}) has no completed adjoint")
-            if tuple(adjoint.shape) != tuple(site.shape):
+            if tuple(adjoint.shape) != site.shape:
                 raise InvalidGeometryError(f"site {i} adjoint shape {adjoint.shape} differs from "
                                            f"the site's {site.shape}")
             gradients.append(valid_feature_rms(adjoint, mask, what=f"adjoint of site {i}"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -194,8 +194,8 @@ class GraphValue:
         return view
 
     @property
-    def shape(self) -> Tuple[int, ...]:
-        """The value's shape."""
+    def shape(self) -> Optional[Tuple[int, ...]]:
+        """The value's shape, kept or not; ``None`` when the forward computed no such value."""
         return self._record._shape(self._block, self._kind)
 
     def item(self) -> float:
@@ -235,7 +235,7 @@ class GraphValue:
                 shape = rec._shape(v._block, v._kind)
                 if shape is None:
                     continue
-                buf = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.float64)
+                buf: np.ndarray = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.float64)
                 wanted.append((v._block, v._kind))
                 buffers.append(buf)
                 where.append((i, shape))
@@ -436,7 +436,8 @@ class ForwardRecord:
         self._check_alive()
         if not self._graph.has_loss:
             raise AutodiffError("no loss is attached to this forward record; call loss(targets)")
-        return self._view(-1, _nodes.PER_TARGET_NLL).reshape(self.token_shape)
+        nll = cast(np.ndarray, self._view(-1, _nodes.PER_TARGET_NLL))  # an attached loss always keeps it
+        return nll.reshape(self.token_shape)
 
     def loss(self, targets: Any = None) -> GraphValue:
         """Attaches the valid-target mean next-token NLL (nats) and returns it as a GraphValue."""
@@ -621,7 +622,7 @@ class DecoderModel:
     def __reduce__(self) -> tuple:
         return (DecoderModel.from_parameters, (self._config, list(self._parameters)))
 
-    def _layout(self, source: Any):
+    def _layout(self, source: Any) -> Tuple[Any, ...]:
         cfg = self._config
         if isinstance(source, Batch):
             ids, valid, pos, seg = source._core_layout(cfg)

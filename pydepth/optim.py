@@ -298,7 +298,7 @@ def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[
             if bad.size:
                 raise OptimizerStateError(f"optimizer slot {p.name}.{s} has non-finite value "
                                           f"{float(a.flat[bad[0]])!r} at flat index {bad[0]}")
-            neg = np.flatnonzero(a < 0.0) if s in nonnegative else ()
+            neg = np.flatnonzero(a < 0.0) if s in nonnegative else np.empty(0, dtype=np.intp)
             if len(neg):
                 raise OptimizerStateError(f"optimizer slot {p.name}.{s} holds squares but has negative value "
                                           f"{float(a.flat[neg[0]])!r} at flat index {neg[0]}")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The package layout: a short top level, no import circle, and the old module paths users already
-import still give the same modules."""
+"""The package layout: a short top level, no import circle, and no alias for a module path that no
+release shipped."""
 import ast
 import importlib
 import pathlib
@@ -13,15 +13,13 @@ PACKAGE = pathlib.Path(pydepth.__file__).parent
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "pydepth"
 
 
-@pytest.mark.parametrize("old, new", [
-    ("pydepth.demo", "pydepth.chapter.demo"), ("pydepth.laptop", "pydepth.chapter.laptop"),
-    ("pydepth.trace", "pydepth.chapter.trace"), ("pydepth.verify", "pydepth.chapter.verify"),
-    ("pydepth.init", "pydepth.xavier"), ("pydepth.plot_style", "pydepth.plots.style"),
-    ("pydepth.plots_train", "pydepth.plots.train"), ("pydepth.train", "pydepth.training")])
-def test_a_moved_module_imports_by_its_old_path_as_the_same_module(old, new):
-    assert importlib.import_module(old) is importlib.import_module(new)
-    assert getattr(pydepth, old.split(".")[1]) is importlib.import_module(new)
-    assert importlib.import_module(new).__spec__.name == new
+@pytest.mark.parametrize("old", ["pydepth.demo", "pydepth.laptop", "pydepth.trace", "pydepth.verify",
+                                 "pydepth.init", "pydepth.plot_style", "pydepth.plots_train", "pydepth.train"])
+def test_a_module_path_no_release_shipped_is_not_kept_alive(old):
+    # the package was never released with these paths, so nothing aliases them to their new homes
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    assert not hasattr(pydepth, old.split(".")[1])
 
 
 def test_an_unknown_attribute_of_the_package_is_an_attribute_error():
@@ -115,3 +113,25 @@ def test_no_function_is_longer_than_60_lines_or_more_complex_than_20():
             if lines > 60 or complexity > 20:
                 offenders.append(f"{where}:{node.lineno} {node.name}: {lines} lines, complexity {complexity}")
     assert offenders == [], offenders
+
+
+def test_the_installed_package_ships_its_typed_marker_and_the_skins_type_hints():
+    assert (PACKAGE / "py.typed").is_file()
+    compiled = sorted(p.stem for p in (SOURCE / "_native").glob("*.pyx"))
+    assert compiled and all((PACKAGE / "_native" / f"{name}.pyi").is_file() for name in compiled), compiled
+
+
+def test_every_function_of_the_package_is_annotated_as_mypy_is_configured_to_require():
+    config = (SOURCE.parent / "pyproject.toml").read_text()
+    assert "[tool.mypy]" in config and 'python_version = "3.9"' in config
+    assert "disallow_untyped_defs = true" in config and "disallow_incomplete_defs = true" in config
+    unannotated = []
+    for path in SOURCE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                args += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+                bare = [a.arg for a in args if a.annotation is None and a.arg not in ("self", "cls")]
+                if node.returns is None or bare:
+                    unannotated.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno} {node.name} {bare}")
+    assert not unannotated, unannotated

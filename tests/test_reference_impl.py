@@ -141,7 +141,7 @@ def case_id(case):
 
 
 def assert_pydepth_matches(config, seed, tokens, targets):
-    """pydepth.trace.fixture_trace equals the independent implementation in every bit."""
+    """pydepth.chapter.trace.fixture_trace equals the independent implementation in every bit."""
     got = fixture_trace(DecoderConfig.from_dict(config), seed, tokens, targets)
     want = ri.fixture_trace(config, seed, tokens, targets)
     mismatch = first_mismatch(got, want)

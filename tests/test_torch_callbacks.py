@@ -96,6 +96,20 @@ def test_metrics_flatten_a_report_into_summaries_and_every_sites_values():
     assert set(health_metrics(report, prefix="health", per_site=False)) == {f"health/{m}" for m in SUMMARY_METRICS}
 
 
+def test_every_site_field_declared_a_metric_is_logged_per_site_under_its_declared_name():
+    from pydepth._fields import column_name, declared
+    from pydepth.health import ResidualHealthRow
+    report = observe_residual_health(tiny_llama(), held_batch()["input_ids"])
+    metrics = health_metrics(report)
+    wanted = [(column_name(n, q), n) for n, q in declared(ResidualHealthRow) if q.metric]
+    assert wanted and [m for m, _ in wanted] == ["activation_ratio", "adjoint_ratio", "activation_rms", "adjoint_rms"]
+    for r in report.sites:
+        for metric, name in wanted:
+            assert struct.pack("<d", metrics[f"residual/{r.label}/{metric}"]) == struct.pack("<d", getattr(r, name))
+    per_site = {k for k in metrics if k.count("/") == 2}
+    assert per_site == {f"residual/{r.label}/{m}" for r in report.sites for m, _ in wanted}
+
+
 def test_out_of_band_counts_each_activation_and_adjoint_ratio_outside_the_band():
     model = tiny_llama()
     ids = held_batch()["input_ids"]

@@ -63,7 +63,7 @@ def scheme_factors(scheme: Scheme, depth: int) -> Tuple[float, ...]:
     name = scheme_name(scheme)
     if isinstance(depth, bool) or not isinstance(depth, int) or depth <= 0:
         raise ScalingSchemeError(f"depth must be a positive integer, got {depth!r}")
-    formula = _FORMULAS.get(name) or scheme  # type: ignore[arg-type]
+    formula = _FORMULAS.get(name) or scheme
     out: List[float] = []
     for layer in range(depth):
         f: Any = formula(layer, depth)  # type: ignore[operator]

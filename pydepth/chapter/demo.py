@@ -18,7 +18,8 @@ from .._native._core import SplitMix64
 from ..config import DecoderConfig
 from ..depth_init import (DepthInitializationBudget, DepthScalePolicy, FreshDepthInitialization)
 from ..errors import PydepthError
-from ..health import HEALTH_BAND, DepthHealthReport, classify_ratio, format_table, observe_residual_health
+from ..health import (HEALTH_BAND, DepthHealthReport, classify_ratio, format_table, observe_residual_health,
+                      site_table)
 from ..xavier import xavier_scale
 from .laptop import LAPTOP_CONFIG  # the symbolic laptop decoder (never allocated here)
 from ..model import DecoderModel, NamedParameter
@@ -177,14 +178,6 @@ def _f6(x: float) -> str:
     return f"{x:.6f}"
 
 
-def _site_table(report: Dict[str, Any]) -> List[str]:
-    header = ("site", "stage", "A_s", "A_s/A_0", "class", "G_s", "G_s/G_2L", "class")
-    rows = [(str(r["site"]), r["label"], _f6(r["activation_rms"]), _f6(r["activation_ratio"]),
-             r["activation_status"], _f6(r["adjoint_rms"]), _f6(r["adjoint_ratio"]),
-             r["adjoint_status"]) for r in report["sites"]]
-    return format_table(header, rows)
-
-
 def demo_table(doc: Dict[str, Any]) -> str:
     """The demo document as the chapter's tables, for people (six decimals)."""
     out: List[str] = []
@@ -208,7 +201,7 @@ def demo_table(doc: Dict[str, Any]) -> str:
                 f"transformed tensors {fx['transformed_tensors']}, mean loss {_f6(rep['loss'])} nats",
                 f"A_0 {_f6(rep['input_activation_normalizer'])}, G_2L {_f6(rep['terminal_adjoint_normalizer'])}, "
                 + ("all site ratios within band" if rep["within_band"] else "SOME RATIOS OUTSIDE THE BAND")]
-        out += _site_table(rep)
+        out += site_table(rep["sites"])
     for key, title in (("activation_ratio_max", "Maximum activation RMS / input activation RMS"),
                        ("adjoint_ratio_max", "Maximum residual-adjoint RMS / terminal residual-adjoint RMS")):
         out += ["", f"{title}; seed {doc['seed']}"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, Optional, Sequence, TextIO
+from typing import Any, Dict, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def plan_config(overrides: Optional[Dict[str, Any]] = None) -> DecoderConfig:
     return DecoderConfig.from_dict(d)
 
 
-def deterministic_batch(cfg: DecoderConfig, tokens: int):
+def deterministic_batch(cfg: DecoderConfig, tokens: int) -> Tuple[np.ndarray, np.ndarray]:
     """One row of `tokens` positions: ids (7919*i + 11) mod V, targets shifted by one."""
     if tokens < 1 or tokens > cfg.max_positions:
         raise ValueError(f"tokens per pass must be in [1, {cfg.max_positions}] (the plan's max positions), "
@@ -82,7 +82,7 @@ def run_plan(cfg: DecoderConfig, tokens: int, *, seed: int = 4701, control: bool
     build_seconds = time.perf_counter() - t0
     say(f"initialized with factor {init.record.factor:.6f} ({init.record.transformed_tensors} tensors scaled)")
     runs = [_run(init.model, ids, targets, "initialized", say, band)]
-    if control:
+    if control_model is not None:
         runs.append(_run(control_model, ids, targets, "same_base_unscaled_control", say, band))
     say("done")
     return {"config": cfg.to_dict(), "parameter_count": cfg.parameter_count, "tokens": tokens,

@@ -33,7 +33,7 @@ def load_published(path: Union[str, os.PathLike[str], None] = None) -> Dict[str,
     """The published tables (default: the packaged copy)."""
     source = published_tables_path() if path is None else path
     try:
-        with open(source, "rb") as fh:  # type: ignore[arg-type]
+        with open(source, "rb") as fh:
             doc = json.load(fh)
     except (OSError, ValueError, RecursionError) as err:
         raise ReferenceDataError(f"cannot read published tables {source}: {err}") from None
@@ -48,7 +48,7 @@ def _pairs(got: Dict[str, Any], want: Dict[str, Any]) -> Iterator[Tuple[str, Any
     yield "factor", round(got["factor"], 6), want.get("factor")
     for key in ("input_activation_normalizer", "terminal_adjoint_normalizer"):
         yield key, round(ini[key], 6), want.get(key)
-    sites = want.get("sites") if isinstance(want.get("sites"), list) else []
+    sites: List[Any] = want["sites"] if isinstance(want.get("sites"), list) else []
     yield "sites", len(ini["sites"]), len(sites)
     for site, w in zip(ini["sites"], sites):
         for key in SITE_KEYS:

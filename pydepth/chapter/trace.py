@@ -11,7 +11,7 @@ from .._native._bits import float_bits, hex_bits
 from .._native._core import SplitMix64
 from ..config import DecoderConfig
 from ..depth_init import DepthScalePolicy
-from ..errors import TokenError
+from ..errors import MissingAdjointError, TokenError
 from ..health import sequential_sum
 from ..model import DecoderModel
 
@@ -46,7 +46,11 @@ def model_trace(model: DecoderModel, tokens: np.ndarray, targets: np.ndarray) ->
     forward = [_entry(name, fwd.named(name).value) for name in fwd.names()]
     forward.append({"name": "loss", "shape": [], "bits": hex_bits(loss.value)})
     sites = fwd.residual_sites
-    adjoints = loss.backward_with_selected_adjoints(list(sites))
+    found = loss.backward_with_selected_adjoints(list(sites))
+    missing = [i for i, a in enumerate(found) if a is None]
+    if missing:
+        raise MissingAdjointError(f"site {missing[0]} has no completed adjoint")
+    adjoints = [a for a in found if a is not None]
     out = {
         "parameters": [_entry(p.name, p.value) for p in model.parameters],
         "forward": forward,

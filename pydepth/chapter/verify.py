@@ -72,7 +72,7 @@ def load_fixtures(path: Union[str, os.PathLike[str], None] = None) -> List[Dict[
     """The fixtures of a pydepth-reference-trace-v1 file (default: the packaged public one)."""
     source = public_fixtures_path() if path is None else path
     try:
-        with open(source, "rb") as fh:  # type: ignore[arg-type]
+        with open(source, "rb") as fh:
             doc = json.load(fh)
     except OSError as err:
         raise ReferenceDataError(f"cannot read reference trace {source}: {err.strerror}") from None

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+from types import ModuleType
 from typing import Any, Optional, Sequence
 
 from ._args import error
@@ -48,7 +49,7 @@ def _terminate(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
-def _module(name: str):  # type: ignore[no-untyped-def]
+def _module(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -66,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and _args.plot_missing():
         return 2
     cfg = _args.load_config(args.config)
-    tokens = _args.rows("tokens", args.tokens, args.batch).astype(np.int64)
-    targets = _args.rows("targets", args.targets, args.batch).astype(np.int64)
+    tokens: np.ndarray = _args.rows("tokens", args.tokens, args.batch).astype(np.int64)
+    targets: np.ndarray = _args.rows("targets", args.targets, args.batch).astype(np.int64)
     if targets.shape != tokens.shape:
         raise ValueError(f"targets shape {targets.shape} differs from tokens shape {tokens.shape}")
-    valid = None
+    valid: Optional[np.ndarray] = None
     if args.valid is not None:
         valid = _args.rows("validity flags", args.valid, args.batch).astype(bool)
         if valid.shape != tokens.shape:

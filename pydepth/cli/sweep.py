@@ -109,9 +109,9 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep import SweepSpec, rerun_row
     from ..sweep import run as run_sweep
     if args.rerun is not None:
-        result = rerun_row(args.rerun[0], args.rerun[1])
-        print(result.to_table())
-        return 0 if result.identical else 1
+        rerun = rerun_row(args.rerun[0], args.rerun[1])
+        print(rerun.to_table())
+        return 0 if rerun.identical else 1
     if args.out is None:
         _args.error("sweep needs --out DIR (or --rerun DIR ROW_ID)")
         return 2

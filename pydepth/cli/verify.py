@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+from typing import Any, TextIO
 
 from . import _args
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="worker threads for the run (results never depend on it)")
 
 
-def _write(out: object, result: object, unit: str) -> bool:
+def _write(out: TextIO, result: Any, unit: str) -> bool:
     """One PASS/FAIL line; True when the fixture passed."""
     if result.passed:
         out.write(f"PASS {result.fixture_id}: {result.checked} values {unit}\n")

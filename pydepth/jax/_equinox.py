@@ -65,7 +65,7 @@ class EquinoxAdapter(ListedDummies):
             leaves = _arrays(blocks)
             if not isinstance(blocks, eqx.Module) or not leaves:
                 raise SiteSpecError(f"{sites.blocks} is a {type(blocks).__name__}; a stacked stack is one module")
-            if np.ndim(leaves[0]) <= sites.layer_axis:
+            if np.ndim(leaves[0]) <= sites.stack_axis:
                 raise SiteSpecError(f"the stacked blocks' parameters have no layer axis {sites.layer_axis}")
             self.layers = int(np.shape(leaves[0])[sites.layer_axis])
         else:

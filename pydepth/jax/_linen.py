@@ -127,7 +127,7 @@ class LinenAdapter:
         """The number of layers: blocks found, or the stacked leaves' extent on the layer axis."""
         if not self.sites.stacked:
             return len(found)
-        axis = self.sites.layer_axis
+        axis = self.sites.stack_axis
         leaf = _first_leaf(_subtree(variables["params"], found[0][0], "the scanned blocks"))
         if leaf is None or np.ndim(leaf) <= axis:
             raise SiteSpecError(f"the scanned blocks' parameters have no layer axis {axis}")
@@ -172,7 +172,7 @@ class LinenAdapter:
         """Zero dummies of ``shape`` per block (stacked on the layer axis for a scanned stack)."""
         if self.sites.stacked:
             full = list(shape)
-            full.insert(self.sites.layer_axis, self.layers)
+            full.insert(self.sites.stack_axis, self.layers)
             return {self.found[0][0]: jnp.zeros(tuple(full), dtype=float)}
         return {p: jnp.zeros(shape, dtype=float) for p, _ in self.found}
 
@@ -180,5 +180,5 @@ class LinenAdapter:
         """The dummies' cotangents as ``[layers, ...]`` in layer order."""
         found = self.found
         if self.sites.stacked:
-            return jnp.moveaxis(grads[found[0][0]], self.sites.layer_axis, 0)
+            return jnp.moveaxis(grads[found[0][0]], self.sites.stack_axis, 0)
         return jnp.stack([grads[p] for p, _ in found])

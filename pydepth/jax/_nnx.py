@@ -67,7 +67,7 @@ class NnxAdapter(ListedDummies):
             if not isinstance(blocks, nnx.Module):
                 raise SiteSpecError(f"{sites.blocks} is a {type(blocks).__name__}; a stacked stack is one module")
             leaf = _first_value(blocks, sites.blocks)
-            if np.ndim(leaf) <= sites.layer_axis:
+            if np.ndim(leaf) <= sites.stack_axis:
                 raise SiteSpecError(f"the stacked blocks' parameters have no layer axis {sites.layer_axis}")
             self.layers = int(np.shape(leaf)[sites.layer_axis])
         else:

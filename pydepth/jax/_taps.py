@@ -190,12 +190,12 @@ class ListedDummies:
         """Zero dummies of ``shape`` per block (stacked on the layer axis for a stacked module)."""
         if self.sites.stacked:
             full = list(shape)
-            full.insert(self.sites.layer_axis, self.layers)
+            full.insert(self.sites.stack_axis, self.layers)
             return [jnp.zeros(tuple(full), dtype=float)]
         return [jnp.zeros(shape, dtype=float) for _ in range(self.layers)]
 
     def to_blocks(self, grads: List[Any]) -> Any:
         """The dummies' cotangents as ``[layers, ...]`` in layer order."""
         if self.sites.stacked:
-            return jnp.moveaxis(grads[0], self.sites.layer_axis, 0)
+            return jnp.moveaxis(grads[0], self.sites.stack_axis, 0)
         return jnp.stack(grads)

@@ -11,7 +11,7 @@ axes, zero biases) are not random draws and are left out.
 from __future__ import annotations
 
 import statistics
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -39,7 +39,8 @@ def _matrices(leaves: List[Tuple[str, Any]], residual: dict, layer_axis: Optiona
         if name in residual:
             layer = residual[name]
             if layer is None:
-                out += [(n, b, "residual-output", v) for n, b, v in _slices(name, leaf, layer_axis)]
+                axis = cast(int, layer_axis)  # a stacked selection exists only with a layer axis
+                out += [(n, b, "residual-output", v) for n, b, v in _slices(name, leaf, axis)]
             else:
                 out.append((name, layer, "residual-output", np.asarray(leaf, dtype=np.float64)))
         elif np.ndim(leaf) == 2:

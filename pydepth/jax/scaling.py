@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import jax.numpy as jnp
 import numpy as np
@@ -85,9 +85,10 @@ def _scaled(sel: Selected, factors: Tuple[float, ...], layer_axis: Optional[int]
         f = factors[sel.layer]
         new = sel.value * f
         return new, [ScaledTensor(sel.name, sel.layer, "residual-output", f, _std(sel.value), _std(new))]
-    extent = int(np.shape(sel.value)[layer_axis])
+    axis = cast(int, layer_axis)  # a stacked selection exists only with a layer axis
+    extent = int(np.shape(sel.value)[axis])
     shape = [1] * np.ndim(sel.value)
-    shape[layer_axis] = extent
+    shape[axis] = extent
     per_layer = jnp.asarray(np.array(factors[:extent], dtype=np.float64).reshape(shape), dtype=sel.value.dtype)
     new = sel.value * per_layer
     rows = [ScaledTensor(f"{sel.name}[layer {b}]", b, "residual-output", factors[b],

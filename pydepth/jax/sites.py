@@ -67,6 +67,13 @@ class ResidualSites:
         """Whether the blocks are one stacked (scanned) module."""
         return self.layer_axis is not None
 
+    @property
+    def stack_axis(self) -> int:
+        """The layer axis of a stacked module's leaves; :class:`SiteSpecError` for unrolled blocks."""
+        if self.layer_axis is None:
+            raise SiteSpecError(f"the blocks {self.blocks!r} are unrolled: they have no layer axis")
+        return self.layer_axis
+
 
 def resolve_attribute(root: Any, path: str) -> Any:
     """``root.a.b[2].c`` for ``path`` ``"a.b.2.c"``; a missing part raises :class:`SiteSpecError`."""

@@ -269,11 +269,11 @@ def texts_outside_figure(fig: Any) -> List[str]:
         if self.get_visible() and self.get_text().strip():
             drawn.append(self)
 
-    Text.draw = spy
+    setattr(Text, "draw", spy)  # noqa: B010 (mypy refuses assigning to a method)
     try:
         fig.canvas.draw()
     finally:
-        Text.draw = draw
+        setattr(Text, "draw", draw)  # noqa: B010
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
     bad = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, cast
 
 from .page import Section, figure_html, pre_html, table_html
 from .sources import find_observe_document, read_json, read_json_lines
@@ -31,7 +31,7 @@ def _outside(report: Dict[str, Any]) -> int:
 def observe_sections(directory: pathlib.Path) -> List[Section]:
     """An observation: the model and batch, the ratio figure (with its control), the site table."""
     from ..plots.health import describe_config, report_figure
-    doc = read_json(find_observe_document(directory))
+    doc = read_json(cast(pathlib.Path, find_observe_document(directory)))  # the kind was found by it
     control = (doc.get("same_base_unscaled_control") or {}).get("report")
     run = [(k, json.dumps(v)) for k, v in doc.items() if k not in ("report", "record", "same_base_unscaled_control")]
     title = describe_config(doc["config"]) if "config" in doc else None
@@ -52,7 +52,7 @@ def _train_settings(directory: pathlib.Path) -> List[Sequence[Any]]:
     if not checkpoints:
         return [("checkpoint", "none in the directory")]
     ck = load(checkpoints[-1])
-    rows = [("latest checkpoint", checkpoints[-1].name)]
+    rows: List[Sequence[Any]] = [("latest checkpoint", checkpoints[-1].name)]
     rows += [(f"config.{k}", _num(v)) for k, v in ck.config.to_dict().items()]
     extra = ck.extra.get("train", {}) if isinstance(ck.extra, dict) else {}
     rows += [(k, _num(v)) for k, v in sorted(extra.items())] if isinstance(extra, dict) else []

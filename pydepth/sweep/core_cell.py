@@ -21,7 +21,7 @@ __all__ = ["optimizer_class", "core_ready", "run_core_cell"]
 def optimizer_class() -> Any:
     """``pydepth.optim.AdamW``, or :class:`OptimizerUnavailableError` when it is missing."""
     try:
-        from ..optim import AdamW  # type: ignore[import-not-found,attr-defined]
+        from ..optim import AdamW
     except ImportError:
         raise OptimizerUnavailableError(
             "optimizer steps after 0 need pydepth.optim.AdamW, which this pydepth does not have; "
@@ -45,7 +45,7 @@ def run_core_cell(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], *,
     listed = set(spec.steps)
     opt = optimizer_class()(model.parameters, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
                             weight_decay=spec.weight_decay) if spec.max_step > 0 else None
-    rows: List[Tuple[Any, ...]] = []
+    rows: List[Dict[str, Any]] = []
     for t in range(spec.max_step + 1):
         reached = t  # a refused update is reported at the step it could not reach
         try:

@@ -82,7 +82,7 @@ def _depth_legend(fig: Any, policies: Sequence[str], band: Sequence[float], n_st
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     low, high = band
-    handles = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
+    handles: List[Any] = [Line2D([], [], color=_STYLE[p][0], marker=_STYLE[p][1], linestyle=_STYLE[p][2],
                       markerfacecolor="none" if p == "unscaled" else _STYLE[p][0],
                       label=f"{p} (median; shaded: seed range)") for p in policies]
     handles += [Patch(color="tab:green", alpha=0.25, label=f"band [{low:g}, {high:g}]")]

@@ -205,7 +205,8 @@ class _Engine:
 
     def close(self) -> None:
         for part in ("client", "cluster"):
-            obj, _ = getattr(self, part), setattr(self, part, None)
+            obj = getattr(self, part)
+            setattr(self, part, None)
             if obj is not None:  # a scheduler that died has nothing left to close; the sweep's error says so
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     obj.close()

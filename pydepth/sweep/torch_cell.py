@@ -64,7 +64,7 @@ def _run(spec: SweepSpec, cell: Cell, out: Dict[str, List[Any]], batch: Tuple[np
     listed = set(spec.steps)
     opt = torch.optim.AdamW(twin.parameters(), lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
                             weight_decay=spec.weight_decay, foreach=False) if spec.max_step > 0 else None
-    rows: List[Tuple[Any, ...]] = []
+    rows: List[Dict[str, Any]] = []
     for t in range(spec.max_step + 1):
         try:
             if t in listed:

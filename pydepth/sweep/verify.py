@@ -61,7 +61,7 @@ def read_part(path: pathlib.Path, data: bytes, spec_json: Optional[str], fmt: st
 def _problem(path: pathlib.Path, entry: Optional[Dict[str, Any]], spec_json: str,
              fmt: str) -> Tuple[Optional[str], List[str], Dict[str, Any]]:
     data = path.read_bytes()
-    got = {"rows": 0, "cells": 0, "sha256": sha256(data)}
+    got: Dict[str, Any] = {"rows": 0, "cells": 0, "sha256": sha256(data)}
     if entry is not None and got["sha256"] != entry["sha256"]:
         return (f"its content hash {got['sha256'][:16]}… differs from the manifest's {entry['sha256'][:16]}… "
                 "(corrupted or edited)"), [], got

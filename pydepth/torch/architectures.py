@@ -395,8 +395,8 @@ def _match_layer(spec: ArchitectureSpec, path: str, layer: nn.Module) -> Union[s
 
 def _layout(spec: ArchitectureSpec, module: nn.Module, parts: List[_Layer], final: nn.Module) -> DecoderLayout:
     names = {id(p): n for n, p in module.named_parameters()}
-    parallel = spec.parallel or (bool(spec.parallel_attribute)
-                                 and any(getattr(p.layer, spec.parallel_attribute, False) for p in parts))
+    switch = spec.parallel_attribute
+    parallel = spec.parallel or (any(getattr(p.layer, switch, False) for p in parts) if switch else False)
     offset = spec.gain_offset if spec.norm_placement != "pre" else 0.0
     projections = tuple(ResidualProjection(index, role, names[id(param)], param, kind,
                                            offset if kind == "gain" else 0.0)

@@ -121,6 +121,9 @@ class _Capture:
         lay = self.layout
         step = 1 if lay.parallel_residual else 2
         first = lay.layers[0] if lay.layers else lay.final_norm
+        if first is None:
+            raise ArchitectureError(f"the {lay.architecture} layout names no layer and no final norm: "
+                                    "nothing to observe")
         self.handles.append(first.register_forward_pre_hook(self._input_hook, with_kwargs=True))
         for b, layer in enumerate(lay.layers):
             mid = lay.mid_norms[b]

@@ -43,8 +43,8 @@ def rope_tables(config: DecoderConfig) -> Tuple[np.ndarray, np.ndarray]:
     (``pow`` per pair, ``angle = p * inv``, the C library's ``sin``/``cos``, canonical zeros)."""
     D, P = config.head_width, config.max_positions
     inv = [math.pow(config.rope_base, (-2.0 * j) / D) for j in range(D // 2)]
-    cos = np.empty((P, D // 2), dtype=np.float64)
-    sin = np.empty((P, D // 2), dtype=np.float64)
+    cos: np.ndarray = np.empty((P, D // 2), dtype=np.float64)
+    sin: np.ndarray = np.empty((P, D // 2), dtype=np.float64)
     for p in range(P):
         for j, f in enumerate(inv):
             angle = float(p) * f
@@ -197,7 +197,7 @@ class PydepthTwin(nn.Module):
         if isinstance(input_ids, Batch):
             ids, valid_u8, pos, starts = input_ids._core_layout(cfg)
             shape = input_ids.shape
-            valid = valid_u8.astype(bool).reshape(shape)
+            valid: np.ndarray = valid_u8.astype(bool).reshape(shape)
             _check_ids(input_ids.tokens, ids, V, valid_u8)
             if targets is None:
                 shown, tg = input_ids.targets, input_ids._core_targets()
@@ -210,12 +210,12 @@ class PydepthTwin(nn.Module):
         shown, ids = _tokens_array(_numpy(input_ids), cfg)
         _check_ids(shown, ids, V)
         B, T = ids.shape
-        tg = None
+        wanted: Optional[np.ndarray] = None
         if targets is not None:
-            shown, tg = _targets_array(_numpy(targets), (B, T))
-            _check_ids(shown, tg, V, targets=True)
+            shown, wanted = _targets_array(_numpy(targets), (B, T))
+            _check_ids(shown, wanted, V, targets=True)
         positions = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T))
-        return ids, np.ones((B, T), dtype=bool), positions, np.zeros((B, T), dtype=np.int64), tg
+        return ids, np.ones((B, T), dtype=bool), positions, np.zeros((B, T), dtype=np.int64), wanted
 
     def forward(self, input_ids: Any, targets: Any = None) -> TwinOutput:
         """Logits and (with targets, or a Batch) the valid-target mean cross entropy."""

@@ -13,7 +13,7 @@ import pathlib
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union, cast
 
 from .. import checkpoint as _checkpoint
 from .._native._core import SplitMix64
@@ -100,8 +100,8 @@ def _fresh(settings: TrainSettings, config: Optional[DecoderConfig], budget: Opt
     else:
         model, record = DecoderModel(config, rng), None
     lr, total = settings.lr, settings.steps
-    schedule = warmup_cosine(lr, min(settings.warmup, total), total,  # type: ignore[type-var]
-                             min_lr=min(settings.min_lr, lr))  # type: ignore[type-var]
+    warmup, min_lr = cast(int, settings.warmup), cast(float, settings.min_lr)  # resolved() made them concrete
+    schedule = warmup_cosine(lr, min(warmup, total), total, min_lr=min(min_lr, lr))
     optimizer = AdamW(model.parameters, lr=schedule, weight_decay=settings.weight_decay)
     return _State(settings, model, optimizer, rng, record, 0)
 

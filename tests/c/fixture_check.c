@@ -19,7 +19,7 @@
 #include "kernels/gemm.h"
 #include "kernels/pool.h"
 
-/* Names of the depth-scaled residual output projections (pydepth/trace.py, SELECTED_SUFFIXES). */
+/* Names of the depth-scaled residual output projections (pydepth/chapter/demo.py, _CHAPTER_SELECTION). */
 static const char *const selected_suffixes[] = {".attention.output.weight", ".ffn.down.weight"};
 
 typedef struct {

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from .inputs import ObservedBatch, observed_batch
-from .metrics import SUMMARY_METRICS, health_metrics
+from .metrics import SITE_METRICS, SUMMARIES, SUMMARY_METRICS, Summary, health_metrics, metric_table
 from .monitor import HealthMonitor, global_rank
 from .sinks import CallableSink, JsonLinesSink, MlflowSink, TensorBoardSink, WandbSink
 from .unwrap import unwrap_model
@@ -20,7 +20,8 @@ from .unwrap import unwrap_model
 _LAZY = {"HealthTrainerCallback": ".hf", "HealthLightningCallback": ".lightning"}
 
 __all__ = ["HealthMonitor", "HealthTrainerCallback", "HealthLightningCallback", "health_metrics",
-           "SUMMARY_METRICS", "TensorBoardSink", "WandbSink", "MlflowSink", "JsonLinesSink",
+           "metric_table", "Summary", "SUMMARIES", "SUMMARY_METRICS", "SITE_METRICS", "TensorBoardSink", "WandbSink",
+           "MlflowSink", "JsonLinesSink",
            "CallableSink", "ObservedBatch", "observed_batch", "unwrap_model", "global_rank"]
 
 

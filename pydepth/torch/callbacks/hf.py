@@ -13,11 +13,12 @@ from .monitor import STEP, HealthMonitor
 from .unwrap import unwrap_model
 
 _transformers = require_transformers()
+_TrainerCallback: Any = _transformers.TrainerCallback  # a class of an untyped extra
 
 __all__ = ["HealthTrainerCallback"]
 
 
-class HealthTrainerCallback(_transformers.TrainerCallback):
+class HealthTrainerCallback(_TrainerCallback):
     """Observes residual health every ``every`` optimizer steps of a ``Trainer`` (in
     ``on_step_end``, after the update, at ``state.global_step``) and hands the flat metrics to
     ``sinks`` (see :class:`pydepth.torch.callbacks.HealthMonitor` for ``batch``, ``sinks``,

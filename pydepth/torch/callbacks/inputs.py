@@ -4,7 +4,7 @@ batch or from a training step's batch in the shapes training code passes around.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from ...batch import Batch
 from ...errors import ArgumentTypeError
@@ -49,6 +49,6 @@ def observed_batch(batch: Any) -> ObservedBatch:
 
 def detached(batch: ObservedBatch) -> ObservedBatch:
     """The same batch with tensors detached, so a kept batch holds no autograd graph."""
-    def cut(v: Optional[Any]) -> Any:
+    def cut(v: Any) -> Any:
         return v.detach() if hasattr(v, "detach") and hasattr(v, "requires_grad") else v
     return ObservedBatch(cut(batch.input_ids), cut(batch.labels), cut(batch.attention_mask))
