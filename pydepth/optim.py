@@ -9,7 +9,8 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Unio
 
 import numpy as np
 
-from ._native import _core, _translate
+from ._native import _optim, _translate
+from ._native._status import STATUS_CODES, CoreError
 from . import elementary
 from ._checks import as_int, as_real
 from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
@@ -26,7 +27,7 @@ __all__ = ["MAX_STEP", "Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosi
 
 def _status(ident: str) -> int:
     """A core status code by its identifier in csrc/pd_error.h ("ERR_CONFIG")."""
-    return _core.STATUS_CODES[ident]
+    return STATUS_CODES[ident]
 
 
 def _real(name: str, value: Any) -> float:
@@ -191,9 +192,9 @@ class Optimizer:
         self._check(lr)
         slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
         try:
-            _core.optim_step(self._kind, [p._p for p in self._params], slots,
+            _optim.optim_step(self._kind, [p._p for p in self._params], slots,
                              self._core_hparams(lr), self._step + 1)
-        except _core.CoreError as err:
+        except CoreError as err:
             self._raise(err)
         self._step += 1
 
@@ -253,8 +254,8 @@ class Optimizer:
 
     def _check(self, lr: float) -> None:
         try:
-            _core.optim_check(self._kind, self._core_hparams(lr))
-        except _core.CoreError as err:
+            _optim.optim_check(self._kind, self._core_hparams(lr))
+        except CoreError as err:
             self._raise(err)
         wd = self._hyper["weight_decay"]
         if not lr * wd < 1.0:  # each step scales parameters by 1 - lr*wd: at 1 or beyond it is no decay
@@ -262,7 +263,7 @@ class Optimizer:
                 f"{type(self).__name__} lr*weight_decay must be in [0, 1) (a decay factor 1 - lr*weight_decay in "
                 f"(0, 1]), got lr {lr!r} * weight_decay {wd!r} = {lr * wd!r}")
 
-    def _raise(self, err: _core.CoreError) -> None:
+    def _raise(self, err: CoreError) -> None:
         kind = type(self).__name__
         if err.code == _status('ERR_CONFIG') and err.index < len(self._fields):
             field = self._fields[err.index]

@@ -2,7 +2,7 @@
 """Turns C-core status codes into pydepth's typed exceptions.
 
 Codes and their identifiers come from the C table (csrc/pd_error.h, read through
-``_core.STATUS_CODES``); this module only decides which exception and message each one gets.
+``_status.STATUS_CODES``); this module only decides which exception and message each one gets.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Callable, Dict, NamedTuple, NoReturn, Optional, Sequence, Tup
 import numpy as np
 
 from .. import errors as E
-from ._core import STATUS_CODES, CoreError, config_check_rule
+from ._layout import config_check_rule
+from ._status import STATUS_CODES, CoreError
 from ._nodes import GRADIENT, node_name
 
 #: Status code -> identifier ("ERR_TOKEN"), the inverse of the C table.

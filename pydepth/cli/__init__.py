@@ -53,7 +53,7 @@ def _module(name: str):  # type: ignore[no-untyped-def]
 
 
 def _version() -> str:
-    from .._native._core import kernel_path
+    from .._native._runtime import kernel_path
     return f"pydepth {__version__} (core kernels: {kernel_path()})"
 
 
