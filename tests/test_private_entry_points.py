@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pydepth
-from pydepth._native import _graph, _runtime, _status, _testing
+from pydepth._native import _graph, _optim, _runtime, _status, _testing
 from pydepth._native._nodes import LOGITS
 
 CFG = pydepth.DecoderConfig(11, 4, 2, 6, 1, 8)
@@ -102,3 +102,17 @@ def test_set_num_threads_core_refuses_out_of_range():
     for bad in (0, -3, 1025):
         with pytest.raises(ValueError):
             _runtime.set_num_threads(bad)
+
+
+def test_an_unknown_product_or_optimizer_kind_is_refused_by_name():
+    with pytest.raises(ValueError, match="'xx'"):
+        _testing.matmul("xx", np.ones((2, 2)), np.ones((2, 2)), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="'adam'"):
+        _optim.optim_check("adam", (1e-3,))
+    with pytest.raises(ValueError, match="'adam'"):
+        _optim.optim_step("adam", [], [], (1e-3,), 1)
+
+
+def test_every_optimizer_steps_through_a_row_of_the_skins_update_table():
+    kinds = {cls._kind for cls in (pydepth.optim.SGD, pydepth.optim.AdamW)}
+    assert kinds == set(_optim._UPDATES)

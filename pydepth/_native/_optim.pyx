@@ -9,32 +9,58 @@ from ._graph cimport _LockSet, _Param
 from ._status import CoreError
 
 
-cdef pd_sgd_hparams _sgd_hparams(tuple h):
-    cdef pd_sgd_hparams s
-    s.lr, s.momentum, s.weight_decay = h
-    return s
+cdef class _Update:
+    """One optimizer's hyperparameters in the core's struct, with its check and its step."""
+
+    cdef pd_status check(self, pd_error *e) noexcept:
+        return PD_ERR_LAYOUT  # every kind in _UPDATES overrides both
+
+    cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
+        return PD_ERR_LAYOUT
 
 
-cdef pd_adamw_hparams _adamw_hparams(tuple h):
-    cdef pd_adamw_hparams a
-    a.lr, a.beta1, a.beta2, a.eps, a.weight_decay = h
-    return a
+cdef class _SGD(_Update):
+    cdef pd_sgd_hparams h
+
+    def __cinit__(self, tuple h):
+        self.h.lr, self.h.momentum, self.h.weight_decay = h
+
+    cdef pd_status check(self, pd_error *e) noexcept:
+        return pd_sgd_check(&self.h, e)
+
+    cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
+        return pd_sgd_step(t, n, &self.h, step, e)
+
+
+cdef class _AdamW(_Update):
+    cdef pd_adamw_hparams h
+
+    def __cinit__(self, tuple h):
+        self.h.lr, self.h.beta1, self.h.beta2, self.h.eps, self.h.weight_decay = h
+
+    cdef pd_status check(self, pd_error *e) noexcept:
+        return pd_adamw_check(&self.h, e)
+
+    cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
+        return pd_adamw_step(t, n, &self.h, step, e)
+
+
+#: The core's name of each update (pydepth.optim's Optimizer._kind) -> its hyperparameters' type.
+_UPDATES = {"sgd": _SGD, "adamw": _AdamW}
+
+
+def _update_type(str kind):
+    try:
+        return _UPDATES[kind]
+    except KeyError:
+        raise ValueError(f"unknown optimizer kind {kind!r}") from None
 
 
 def optim_check(str kind, tuple hparams):
     """Raises CoreError(PD_ERR_CONFIG, index = field) for a hyperparameter outside its domain."""
     cdef pd_error e
-    cdef pd_sgd_hparams s
-    cdef pd_adamw_hparams a
-    cdef pd_status st
-    if kind == "sgd":
-        s = _sgd_hparams(hparams)
-        st = pd_sgd_check(&s, &e)
-    elif kind == "adamw":
-        a = _adamw_hparams(hparams)
-        st = pd_adamw_check(&a, &e)
-    else:
-        raise ValueError(f"unknown optimizer kind {kind!r}")
+    cdef _Update update = _update_type(kind)(hparams)
+    cdef pd_status st = update.check(&e)
     if st != PD_OK:
         raise_status(st, &e)
 
@@ -45,18 +71,11 @@ def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
     cdef Py_ssize_t n = len(params)
     cdef pd_error e
     cdef pd_status st
-    cdef pd_sgd_hparams s
-    cdef pd_adamw_hparams a
     cdef double[::1] buf
-    cdef int is_sgd = kind == "sgd"
-    if not is_sgd and kind != "adamw":
-        raise ValueError(f"unknown optimizer kind {kind!r}")
+    kind_type = _update_type(kind)
     if len(slots) != n:
         raise CoreError(<int>PD_ERR_LAYOUT, len(slots), 0.0, -1, -1)
-    if is_sgd:
-        s = _sgd_hparams(hparams)
-    else:
-        a = _adamw_hparams(hparams)
+    cdef _Update update = kind_type(hparams)
     cdef pd_optim_tensor *t = <pd_optim_tensor *>calloc(n + 1, sizeof(pd_optim_tensor))
     if t == NULL:
         raise MemoryError()
@@ -79,10 +98,7 @@ def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
                     t[i].slot[k] = t[i].param.value
         with nogil:
             held.acquire()  # no reverse pass of a model over these parameters runs meanwhile
-            if is_sgd:
-                st = pd_sgd_step(t, n, &s, step, &e)
-            else:
-                st = pd_adamw_step(t, n, &a, step, &e)
+            st = update.step(t, n, step, &e)
             held.release()
         if st != PD_OK:
             raise_status(st, &e)
