@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Node kinds and status codes have one source, the C tables, and Python reads them."""
+import pathlib
 import re
 
 import numpy as np
@@ -91,3 +92,34 @@ def test_configuration_check_rules_come_from_the_core():
     assert [_layout.config_check_rule(i) is not None for i in range(12)] == [False] + [True] * 10 + [False]
     with pytest.raises(pydepth.ConfigError, match="kv_heads must be positive and divide heads"):
         _translate.raise_core(_status.CoreError(_status.STATUS_CODES["ERR_CONFIG"], 10))
+
+
+_ADAMW = _translate.OptimizerCall("AdamW", ("lr", "beta1", "beta2", "eps", "weight_decay"), ("a.w", "b.w"),
+                                  ("exp_avg", "exp_avg_sq"), 4)
+
+
+@pytest.mark.parametrize("status, err, kind, message", [
+    ("ERR_CONFIG", dict(index=1, value=1.5), pydepth.InvalidHyperparameterError,
+     "AdamW beta1 must be in [0, 1), got 1.5"),
+    ("ERR_CONFIG", dict(index=4, value=-1.0), pydepth.InvalidHyperparameterError,
+     "AdamW weight_decay must be finite and non-negative, got -1.0"),
+    ("ERR_NONFINITE", dict(index=3, value=float("inf"), block=1, node=2), pydepth.NonFiniteUpdateError,
+     "AdamW step 4 refused: b.w exp_avg_sq would become inf at flat index 3; nothing was changed"),
+    ("ERR_SHAPE", dict(index=1), pydepth.OptimizerStateError, "AdamW slots do not match its parameters (tensor 1)"),
+    ("ERR_LAYOUT", dict(index=0), pydepth.OptimizerStateError, "AdamW slots do not match its parameters (tensor 0)"),
+    # a refusal naming no field or tensor of the optimizer reads as the core's
+    ("ERR_CONFIG", dict(index=7, value=2.0), pydepth.ConfigError, "configuration rejected by the core"),
+    ("ERR_NONFINITE", dict(index=0, value=float("nan"), block=-1, node=-1), pydepth.NonFiniteError,
+     "non-finite value nan at flat index 0"),
+])
+def test_an_optimizers_refusal_is_translated_by_the_one_status_table(status, err, kind, message):
+    core = _status.CoreError(_status.STATUS_CODES[status], err.get("index", 0), err.get("value", 0.0),
+                             err.get("block", -1), err.get("node", -1))
+    with pytest.raises(kind) as info:
+        _translate.raise_core(core, optimizer=_ADAMW)
+    assert str(info.value).startswith(message)
+
+
+def test_the_optimizers_translate_no_status_themselves():
+    source = (pathlib.Path(pydepth.optim.__file__)).read_text()
+    assert "STATUS_CODES" not in source and "err.code" not in source
