@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The extension types of _graph.pyx, for the skin modules that cimport them (_optim.pyx).
 from cpython.pythread cimport PyThread_type_lock
+from libc.stdint cimport uint8_t
 from ._cdefs cimport pd_param, pd_model, pd_graph
 
 
@@ -41,6 +42,16 @@ cdef class _Model:
     cdef _LockSet grad_lock
 
 
+cdef class _Selection:
+    cdef size_t n
+    cdef int *blocks
+    cdef int *kinds
+    cdef double **outs
+    cdef uint8_t *found
+    cdef list held
+    cdef list flags(self)
+
+
 cdef class _Graph:
     cdef pd_graph g
     cdef readonly _Model model
@@ -54,3 +65,5 @@ cdef class _Graph:
     cdef void _maybe_free(self) noexcept
     cdef bint _readable(self, int kind)
     cdef double *_value(self, int block, int kind, size_t *rank, size_t dims[4])
+    cdef int _bind(self, _Selection sel, list selected, list outputs) except -1
+    cdef list _reverse(self, _Selection sel, int mode, object decide)

@@ -341,6 +341,34 @@ cdef class _Model:
 RELEASED = -1  # CoreError code for a graph used after release()
 
 
+cdef int _pass_mode(bint commit, object decide) except -1:
+    """pd_graph_backward_pass's mode: wait in place for decide, else commit now or wait for commit()."""
+    if decide is not None and not callable(decide):
+        raise TypeError(f"decide must be callable, got {type(decide).__name__}")
+    return PD_PASS_WAIT_IN_PLACE if decide is not None else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
+
+
+cdef class _Selection:
+    """The C arrays one reverse pass reads and writes, freed with it; held keeps the outputs exported."""
+
+    def __cinit__(self, size_t n):
+        self.n = n
+        self.blocks = <int *>malloc((n + 1) * sizeof(int))
+        self.kinds = <int *>malloc((n + 1) * sizeof(int))
+        self.outs = <double **>malloc((n + 1) * sizeof(double *))
+        self.found = <uint8_t *>calloc(n + 1, 1)
+        self.held = []
+        if self.blocks == NULL or self.kinds == NULL or self.outs == NULL or self.found == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.blocks); free(self.kinds); free(self.outs); free(self.found)
+
+    cdef list flags(self):
+        cdef size_t i
+        return [bool(self.found[i]) for i in range(self.n)]
+
+
 cdef class _Graph:
     """One recorded forward (and optional loss) over a _Model; freed with its last reference.
     C calls on the graph count as users: release() frees only once none runs and no view exists."""
@@ -458,55 +486,57 @@ cdef class _Graph:
         the gradients known to be +0.0 while the model's lock stays held, decide(found) runs,
         and the pass is committed when it returns true and dropped when it returns false or
         raises; decide must not take the model's lock (no backward, zero_grad or assign)."""
-        cdef pd_error e
-        cdef pd_status st
-        cdef bint hold = decide is not None
-        cdef bint locked = False, waiting = False
-        cdef int mode = PD_PASS_WAIT_IN_PLACE if hold else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
-        if hold and not callable(decide):
-            raise TypeError(f"decide must be callable, got {type(decide).__name__}")
-        cdef size_t n = len(selected), rank, size
-        cdef size_t dims[4]
-        cdef int *blocks
-        cdef int *kinds
-        cdef double **outs
-        cdef uint8_t *found
-        cdef double[::1] buf
+        cdef int mode = _pass_mode(commit, decide)
+        cdef size_t n = len(selected)
+        cdef _Selection sel
         if <size_t>len(outputs) != n:
             raise ValueError(f"{n} selected values but {len(outputs)} output buffers")
         if self.loss_state != 2:
             raise CoreError(PD_ERR_NO_LOSS, 0)
         self._enter()
-        blocks = <int *>malloc((n + 1) * sizeof(int))
-        kinds = <int *>malloc((n + 1) * sizeof(int))
-        outs = <double **>malloc((n + 1) * sizeof(double *))
-        found = <uint8_t *>calloc(n + 1, 1)
-        held = []  # keeps every output buffer exported while C writes into it
         try:
-            if blocks == NULL or kinds == NULL or outs == NULL or found == NULL:
-                raise MemoryError()
-            for i in range(n):
-                blocks[i], kinds[i] = selected[i]
-                if not pd_graph_value_shape(&self.g, blocks[i], kinds[i], &rank, dims):
-                    raise ValueError(f"value {selected[i]} is not in this graph")
-                size = 1
-                for r in range(rank):
-                    size *= dims[r]
-                buf = outputs[i]
-                if <size_t>buf.shape[0] != size:
-                    raise ValueError(f"output {i} has {buf.shape[0]} entries, value {selected[i]} has {size}")
-                held.append(buf)
-                outs[i] = &buf[0]
+            sel = _Selection(n)
+            self._bind(sel, selected, outputs)
+            return self._reverse(sel, mode, decide)
+        finally:
+            self._leave()
+
+    cdef int _bind(self, _Selection sel, list selected, list outputs) except -1:
+        """Points sel at each selected value of this graph and at its output, checking the sizes."""
+        cdef size_t i, r, rank, size
+        cdef size_t dims[4]
+        cdef double[::1] buf
+        for i in range(sel.n):
+            sel.blocks[i], sel.kinds[i] = selected[i]
+            if not pd_graph_value_shape(&self.g, sel.blocks[i], sel.kinds[i], &rank, dims):
+                raise ValueError(f"value {selected[i]} is not in this graph")
+            size = 1
+            for r in range(rank):
+                size *= dims[r]
+            buf = outputs[i]
+            if <size_t>buf.shape[0] != size:
+                raise ValueError(f"output {i} has {buf.shape[0]} entries, value {selected[i]} has {size}")
+            sel.held.append(buf)
+            sel.outs[i] = &buf[0]
+        return 0
+
+    cdef list _reverse(self, _Selection sel, int mode, object decide):
+        """The pass under the model's lock; with decide, the lock stays held until it is committed or dropped."""
+        cdef pd_error e
+        cdef pd_status st
+        cdef bint hold = decide is not None
+        cdef bint locked = False, waiting = False
+        try:
             with nogil:
                 self.model.grad_lock.acquire()
                 locked = True
-                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, mode, &e)
+                st = pd_graph_backward_pass(&self.g, sel.n, sel.blocks, sel.kinds, sel.outs, sel.found, mode, &e)
                 waiting = hold and st == PD_OK
                 if not waiting:
                     self.model.grad_lock.release()
                     locked = False
             _check_status(st, &e)
-            flags = [bool(found[i]) for i in range(n)]
+            flags = sel.flags()
             if waiting and decide(flags):
                 with nogil:
                     st = pd_graph_commit(&self.g, &e)
@@ -518,8 +548,6 @@ cdef class _Graph:
                     if waiting:
                         pd_graph_discard(&self.g)  # still waiting: dropped, +0.0 written back
                     self.model.grad_lock.release()
-            free(blocks); free(kinds); free(outs); free(found)
-            self._leave()
 
     def discard(self):
         """Drops the pending reverse pass, if any, leaving the gradients as they are."""
