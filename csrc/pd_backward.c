@@ -9,6 +9,7 @@
 #include "pd_buffer.h"
 #include "pd_grad_txn.h"
 #include "pd_interrupt.h"
+#include "pd_shapes.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
 #include "ops/embedding.h"
@@ -112,8 +113,9 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
  * forward's own loops: the same bits the forward checked. */
 static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
     const size_t NF = g->N * g->model->cfg.feed_forward_width;
-    pd_silu_forward(NF, r->gate_linear, r->gate_sigmoid, r->gate_silu);
-    pd_mul_vec(NF, r->gate_silu, r->up, r->product);
+    double *const *rec = r->v;
+    pd_silu_forward(NF, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
+    pd_mul_vec(NF, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
 }
 
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
@@ -122,7 +124,8 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
                                pd_error *e) {
     const pd_model *m = g->model;
     const size_t B = g->B, T = g->T, N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
-    const double *E = m->params[0]->value, one = 1.0;
+    const double *E = m->params[PD_LEAD_EMBEDDING]->value, one = 1.0;
+    const size_t final_gain = pd_trailing_param(m->cfg.layers, PD_TAIL_FINAL_GAIN);
     capture(sel, -1, PD_N_LOSS, &one, 1);
     PD_TRY(prob_ready(g, e));
     s->logits = g->prob;
@@ -132,9 +135,10 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
-    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[0]); /* dE_head: E is used transposed */
-    const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[m->n_params - 1], NULL, NULL, NULL};
-    norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[m->n_params - 1]->value,
+    /* dE_head: E is used transposed */
+    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]);
+    const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[final_gain], NULL, NULL, NULL};
+    norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[final_gain]->value,
                   &g->final_norm, &d_final_norm);
     return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
@@ -148,8 +152,10 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
     const size_t KVD = m->kv_width, D = m->head_width, H = c->heads, KVH = c->kv_heads;
     const pd_block_rec *r = &g->blocks[b];
-    pd_param *const *P = m->params + 1 + 9 * b;
-    double **G = s->grad + 1 + 9 * b;
+    double *const *rec = r->v;
+    const pd_norm_rec attn_norm = pd_block_attn_norm(r), ffn_norm = pd_block_ffn_norm(r);
+    pd_param *const *P = pd_model_block(m, b);
+    double **G = s->grad + pd_block_param(b, 0);
     block_adjoints *d = &s->d;
     double *A = s->residual, *AA = s->after_attn;
     const int blk = (int)b;
@@ -157,32 +163,34 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_FFN_OUTPUT, A, N * W); /* the residual add hands A unchanged to ffn_out */
     if (g->lean) swiglu_again(g, r);
     pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
-    wgrad(B, T, F, W, r->product, A, G[PD_P_WD]);
+    wgrad(B, T, F, W, rec[PD_N_PRODUCT], A, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
-    const pd_swiglu_saved gate = {r->up, r->gate_silu, r->gate_sigmoid, r->gate_linear};
+    const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
+                                  rec[PD_N_GATE_LINEAR]};
     const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
     pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
     PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
     PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
-    wgrad(B, T, W, F, r->ffn_norm.out, d->up, G[PD_P_WU]);
-    wgrad(B, T, W, F, r->ffn_norm.out, d->gate_linear, G[PD_P_WG]);
+    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up, G[PD_P_WU]);
+    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear, G[PD_P_WG]);
     pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
     pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
     const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
-    norm_backward(g, d->ffn_norm_out, r->after_attn, P[PD_P_FFN_GAIN]->value, &r->ffn_norm, &d_ffn_norm);
+    norm_backward(g, d->ffn_norm_out, rec[PD_N_AFTER_ATTENTION], P[PD_P_FFN_GAIN]->value, &ffn_norm,
+                  &d_ffn_norm);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
-    wgrad(B, T, W, W, r->merged, AA, G[PD_P_WO]);
+    wgrad(B, T, W, W, rec[PD_N_MERGED], AA, G[PD_P_WO]);
     PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
     pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
-    const pd_attn_in attn = {r->rot_query_heads, r->rot_key_heads, r->value_heads};
+    const pd_attn_in attn = {rec[PD_N_ROT_QUERY_HEADS], rec[PD_N_ROT_KEY_HEADS], rec[PD_N_VALUE_HEADS]};
     const pd_attn_grads d_qkv = {d->rot_query_heads, d->rot_key_heads, d->value_heads};
-    PD_TRY(pd_attention_backward(&geom, &attn, r->weights, d->head_outputs, &d_qkv, e));
+    PD_TRY(pd_attention_backward(&geom, &attn, rec[PD_N_WEIGHTS], d->head_outputs, &d_qkv, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
     PD_TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
     PD_TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
@@ -194,9 +202,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_merge_heads(B, T, H, D, d->query_heads, d->query);
     pd_merge_heads(B, T, KVH, D, d->key_heads, d->key);
     pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
-    wgrad(B, T, W, W, r->attn_norm.out, d->query, G[PD_P_WQ]);
-    wgrad(B, T, W, KVD, r->attn_norm.out, d->key, G[PD_P_WK]);
-    wgrad(B, T, W, KVD, r->attn_norm.out, d->value, G[PD_P_WV]);
+    wgrad(B, T, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query, G[PD_P_WQ]);
+    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key, G[PD_P_WK]);
+    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value, G[PD_P_WV]);
     pd_mm_nt(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0);
     pd_mm_nt(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1);
     pd_mm_nt(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1);
@@ -205,7 +213,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
     double *cap_m = wants(sel, blk, PD_N_ATTN_MEAN_SQUARE) ? d->mean_square : NULL;
     const pd_norm_grads d_attn_norm = {AA, A, G[PD_P_ATTN_GAIN], cap_n, cap_r, cap_m};
-    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &r->attn_norm, &d_attn_norm);
+    norm_backward(g, d->attn_norm_out, g->sites[2 * b], P[PD_P_ATTN_GAIN]->value, &attn_norm, &d_attn_norm);
     PD_TRY(pd_check_finite(A, N * W, blk, PD_N_ADJOINT, e));
     if (cap_n) capture(sel, blk, PD_N_ATTN_NORMALIZED, cap_n, N * W);
     if (cap_r) capture(sel, blk, PD_N_ATTN_INVERSE_RMS, cap_r, N);
@@ -254,56 +262,58 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
         s->gather_ids[p] = (int64_t)s->gather_row[id];
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
-    emb_ctx ec = {W, s->grad[0], s->gather, s->touched, s->gather_row, s->direct[0]};
+    const size_t E = PD_LEAD_EMBEDDING;
+    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E]};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
 }
 
-static double *carve(double **p, size_t n) {
-    double *out = *p;
-    *p += n;
-    return out;
+/* Cuts the adjoints from c, or only measures them over a NULL base. */
+static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_COUNT]) {
+    block_adjoints *d = &s->d;
+    s->gather = pd_carve(c, 1, PD_S_ROWS_W, x);
+    s->residual = pd_carve(c, 1, PD_S_ROWS_W, x);
+    s->after_attn = pd_carve(c, 1, PD_S_ROWS_W, x);
+    s->final_norm_out = pd_carve(c, 1, PD_S_ROWS_W, x);
+    d->attn_norm_out = pd_carve(c, 1, PD_S_ROWS_W, x);
+    d->ffn_norm_out = pd_carve(c, 1, PD_S_ROWS_W, x);
+    d->merged = pd_carve(c, 1, PD_S_ROWS_W, x);
+    d->head_outputs = pd_carve(c, 1, PD_S_HEADS, x);
+    d->rot_query_heads = pd_carve(c, 1, PD_S_HEADS, x);
+    d->query_heads = pd_carve(c, 1, PD_S_HEADS, x);
+    d->query = pd_carve(c, 1, PD_S_ROWS_W, x);
+    d->rot_key_heads = pd_carve(c, 1, PD_S_KV_HEADS, x);
+    d->key_heads = pd_carve(c, 1, PD_S_KV_HEADS, x);
+    d->key = pd_carve(c, 1, PD_S_ROWS_KD, x);
+    d->value_heads = pd_carve(c, 1, PD_S_KV_HEADS, x);
+    d->value = pd_carve(c, 1, PD_S_ROWS_KD, x);
+    d->product = pd_carve(c, 1, PD_S_ROWS_F, x);
+    d->gate_silu = pd_carve(c, 1, PD_S_ROWS_F, x);
+    d->up = pd_carve(c, 1, PD_S_ROWS_F, x);
+    d->gate_linear = pd_carve(c, 1, PD_S_ROWS_F, x);
+    d->inverse_rms = pd_carve(c, 1, PD_S_STAT, x);
+    d->mean_square = pd_carve(c, 1, PD_S_STAT, x);
 }
 
 /* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
  * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
 static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_grad_txn *t,
                                pd_error *e) {
-    const pd_model *m = g->model;
-    const size_t N = g->N, W = m->cfg.model_width, F = m->cfg.feed_forward_width;
-    const size_t V = m->cfg.vocabulary_size, KVD = m->kv_width;
+    const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    size_t x[PD_X_COUNT];
     s->grad = t->grad;
     s->direct = t->direct;
     s->touched = calloc(V, 1);
     s->gather_row = malloc(V * sizeof(size_t));
     s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
     if (!s->touched || !s->gather_row || !s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
-    const size_t total = N * W + 10 * N * W + 5 * N * KVD + 4 * N * F + 3 * N;
-    s->arena = pd_buf_get(total, 0, e);
-    if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, total, 0.0, -1, -1);
-    double *p = s->arena;
-    s->gather = carve(&p, N * W);
-    s->residual = carve(&p, N * W);
-    s->after_attn = carve(&p, N * W);
-    s->final_norm_out = carve(&p, N * W);
-    block_adjoints *d = &s->d;
-    d->attn_norm_out = carve(&p, N * W);
-    d->ffn_norm_out = carve(&p, N * W);
-    d->merged = carve(&p, N * W);
-    d->head_outputs = carve(&p, N * W);
-    d->rot_query_heads = carve(&p, N * W);
-    d->query_heads = carve(&p, N * W);
-    d->query = carve(&p, N * W);
-    d->rot_key_heads = carve(&p, N * KVD);
-    d->key_heads = carve(&p, N * KVD);
-    d->key = carve(&p, N * KVD);
-    d->value_heads = carve(&p, N * KVD);
-    d->value = carve(&p, N * KVD);
-    d->product = carve(&p, N * F);
-    d->gate_silu = carve(&p, N * F);
-    d->up = carve(&p, N * F);
-    d->gate_linear = carve(&p, N * F);
-    d->inverse_rms = carve(&p, N);
-    d->mean_square = carve(&p, N);
+    pd_graph_extents(g, x);
+    pd_carver measure = {NULL, 0, 0};
+    scratch_bind(s, &measure, x);
+    if (measure.overflow) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    s->arena = pd_buf_get(measure.used, 0, e);
+    if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, measure.used, 0.0, -1, -1);
+    pd_carver cut = {s->arena, 0, 0};
+    scratch_bind(s, &cut, x);
     return PD_OK;
 }
 

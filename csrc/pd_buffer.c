@@ -25,9 +25,10 @@ static unsigned long g_age[PD_BUF_SLOTS], g_clock;
 static size_t *header(void *raw) { return raw; }
 
 /* A fork while another thread holds g_mu would leave the child's copy locked forever. */
-void pd_buf_atfork_prepare(void) { pd_mutex_lock(&g_mu); }
-void pd_buf_atfork_parent(void) { pd_mutex_unlock(&g_mu); }
-void pd_buf_atfork_child(void) { pd_mutex_unlock(&g_mu); }
+static void fork_prepare(void) { pd_mutex_lock(&g_mu); }
+static void fork_release(void) { pd_mutex_unlock(&g_mu); }
+static pd_once g_fork_once = PD_ONCE_INIT;
+static void fork_register(void) { pd_fork_register(PD_FORK_INNER, fork_prepare, fork_release, fork_release); }
 
 double *pd_buf_get(size_t n, int zero, pd_error *e) {
     size_t bytes;
@@ -37,7 +38,7 @@ double *pd_buf_get(size_t n, int zero, pd_error *e) {
     }
     void *raw = NULL;
     if (bytes >= PD_BUF_MIN_BYTES) {
-        pd_fork_guard();
+        pd_once_run(&g_fork_once, fork_register);
         pd_mutex_lock(&g_mu);
         int best = -1;
         /* best fit that wastes at most a quarter of the parked block */
@@ -78,7 +79,7 @@ void pd_buf_put(double *p) {
         pd_aligned_free(raw);
         return;
     }
-    pd_fork_guard();
+    pd_once_run(&g_fork_once, fork_register);
     pd_mutex_lock(&g_mu);
     int slot = 0;
     for (int i = 0; i < PD_BUF_SLOTS; i++) {

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The node-kind table behind pd_nodes.h, expanded from its X-macro. */
 #include "pd_nodes.h"
+#include "pd_shapes.h"
 
 typedef struct {
     const char *ident, *name;
-    int scope, kept_lean;
+    int scope, kept_lean, shape;
 } node_info;
 
-#define NODE_INFO_(id, name, scope, lean) {#id, name, PD_SCOPE_##scope, PD_LEAN_##lean},
+#define NODE_INFO_(id, name, scope, lean, shape) {#id, name, PD_SCOPE_##scope, PD_LEAN_##lean, PD_S_##shape},
 enum { PD_LEAN_SPARE = 0, PD_LEAN_KEPT = 1 };
 static const node_info node_table[] = {PD_NODE_KINDS(NODE_INFO_)};
 #undef NODE_INFO_
@@ -26,3 +27,5 @@ int pd_node_kind_info(int kind, const char **ident, const char **name, const cha
 }
 
 int pd_node_kept_lean(int kind) { return kind >= 0 && kind < PD_N_COUNT && node_table[kind].kept_lean; }
+
+int pd_node_shape(int kind) { return kind >= 0 && kind < PD_N_COUNT ? node_table[kind].shape : PD_S_NONE; }

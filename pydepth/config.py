@@ -88,7 +88,7 @@ class DecoderConfig:
 
     @property
     def parameter_tensor_count(self) -> int:
-        """Number of parameter tensors, 9 * layers + 2."""
+        """Number of parameter tensors: the core's layout tables (csrc/pd_params.h) over ``layers`` blocks."""
         return _layout.parameter_tensor_count(self._core_tuple())
 
     def parameter_layout(self) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:

@@ -118,9 +118,53 @@ def test_the_kernels_include_no_core_header():
     assert not bad, bad
 
 
+FORWARD_FILES = ("pd_decoder.h", "pd_model.h", "pd_model.c", "pd_graph.h", "pd_graph.c", "pd_forward.h",
+                 "pd_forward.c")
+
+
 def test_the_decoder_does_not_include_the_backward_header():
-    for path in (CSRC / "pd_decoder.c", CSRC / "pd_decoder.h"):
-        assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(path), path.name
+    for name in FORWARD_FILES:
+        assert (CSRC / "pd_backward.h").resolve() not in quoted_includes(CSRC / name), name
+
+
+def declared_functions(path):
+    """Names of the pd_ functions a C header declares (prototypes, not inline definitions)."""
+    return set(re.findall(r"\b(pd_\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*;", _code(path)))
+
+
+def test_the_declaration_reader_finds_known_prototypes():
+    assert {"pd_atfork", "pd_mutex_lock", "pd_thread_spawn"} <= declared_functions(CSRC / "platform" / "pd_thread.h")
+
+
+def test_the_platform_includes_and_declares_only_the_platform():
+    platform = (CSRC / "platform").resolve()
+    defined = {name for path in platform.glob("*.c") for name, _, _ in functions(path)}
+    bad = [
+        f"{path.name} includes {header.relative_to(ROOT.resolve())}"
+        for path in sorted(platform.glob("*.[ch]"))
+        for header in quoted_includes(path)
+        if not header.is_relative_to(platform)
+    ]
+    bad += [
+        f"{path.name} declares {name}, defined outside the platform"
+        for path in sorted(platform.glob("*.h"))
+        for name in sorted(declared_functions(path) - defined)
+    ]
+    assert not bad, bad
+
+
+BLOCK_COUNT = re.compile(r"\b9\s*\*|\*\s*9\b|[%/]\s*9\b|\[9\]")
+
+
+def test_no_literal_count_of_a_block_s_tensors_remains():
+    """The parameter layout is pd_params.h's tables: no `9 * b`, `% 9` or `[9]` stands for it."""
+    found = [
+        f"{path.relative_to(ROOT)}:{_code(path).count(chr(10), 0, m.start()) + 1}"
+        for path in sorted(CSRC.rglob("*.[ch]"))
+        if not {"kernels", "libm"} & set(path.relative_to(CSRC).parts)
+        for m in BLOCK_COUNT.finditer(_code(path))
+    ]
+    assert not found, found
 
 
 FIGURE = re.compile(

@@ -100,11 +100,11 @@ static int ensure_workers(int want) {
     return g_workers < want ? g_workers : want;
 }
 
-/* fork() keeps only the calling thread: the child starts with no workers (POSIX only); the
- * order of these hooks among the core's locks is pd_fork.c's. */
-void pd_pool_atfork_prepare(void) { pd_mutex_lock(&g_use); pd_mutex_lock(&g_mu); }
-void pd_pool_atfork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use); }
-void pd_pool_atfork_child(void) {
+/* fork() keeps only the calling thread: the child starts with no workers (POSIX only). A job
+ * holds g_use while its tasks take other parts' locks, so the pool's locks are taken first. */
+static void fork_prepare(void) { pd_mutex_lock(&g_use); pd_mutex_lock(&g_mu); }
+static void fork_parent(void) { pd_mutex_unlock(&g_mu); pd_mutex_unlock(&g_use); }
+static void fork_child(void) {
     g_workers = 0;
     g_helpers = 0;
     g_open = 0;
@@ -115,6 +115,8 @@ void pd_pool_atfork_child(void) {
     pd_mutex_unlock(&g_mu);
     pd_mutex_unlock(&g_use);
 }
+static pd_once g_fork_once = PD_ONCE_INIT;
+static void fork_register(void) { pd_fork_register(PD_FORK_OUTER, fork_prepare, fork_parent, fork_child); }
 
 void pd_set_num_threads(int n) {
     if (n < 1) n = 1;
@@ -135,7 +137,7 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    pd_fork_guard();
+    pd_once_run(&g_fork_once, fork_register); /* before the pool's first lock */
     const int use = (size_t)nt < max_tasks ? nt : (int)max_tasks;
     /* a few chunks per thread balances uneven tasks (causal attention lanes) */
     size_t chunk = n / ((size_t)use * 4);

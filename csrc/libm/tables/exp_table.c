@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 WITH LLVM-exception */
+/* Data from Arm Optimized Routines, math/exp_data.c (MIT option; THIRD_PARTY_NOTICES.md). */
 /* Data of exp (docs/numerics-elementary.md §2) and of pow's final step (§4).
  *
  * T_exp: for i = 0..127, the pair (t_i, s_i) as IEEE-754 bit patterns, where
@@ -9,10 +11,13 @@
  *   |r| <= ln2/256.
  * Reduction constants: 128/ln2 and -ln2/128 split into a head with 36 significant bits
  *   (so k * head is exact for |k| < 2^17) and a tail.
- * Where the values come from: the table published with the table-driven exp in the GNU C
- * Library 2.28 (sysdeps/ieee754/dbl-64/e_exp_data.c), read from the data object of the glibc
- * 2.36 x86-64 build; every value is a number (2^(i/128) to double precision and its error, or
- * a minimax coefficient) that any careful computation reproduces. See docs/provenance.md. */
+ * Where the values come from: the table and coefficients Arm published with its table-driven
+ * exp (Arm Optimized Routines math/exp_data.c, N = 128; the same numbers are in the GNU C
+ * Library >= 2.28). T_exp and the reduction constants are facts (2^(i/128) to double precision
+ * and its error, 128/ln2); C_exp is Arm's minimax fit.
+ * How they reached pydepth: carried over from the data files of pydepth's previous
+ * implementation of this function; tools/check_table_facts.py recomputes what is a fact.
+ * See docs/provenance.md. */
 #include "tables.h"
 
 const uint64_t pd_T_exp[2 * PD_T_EXP_N] = {

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 WITH LLVM-exception */
+/* Data from Arm Optimized Routines, math/log_data.c (MIT option; THIRD_PARTY_NOTICES.md). */
 /* Data of log (docs/numerics-elementary.md §3).
  *
  * T_log: for i = 0..127, subinterval i of [0x1.6p-1, 0x1.6p0) (each 2^-7 wide in the bits of
@@ -8,9 +10,13 @@
  * B_log: coefficients B0..B10 of log(1 + r) - r ~ B0 r^2 + ... + B10 r^12 near 1
  *   (0x1.ep-1 <= 1 + r < 0x1.1090p0).
  * ln2 = ln2_hi + ln2_lo, ln2_hi with 42 significant bits (k * ln2_hi exact for |k| < 2^11).
- * Where the values come from: the table and coefficients published with the table-driven log
- * in the GNU C Library 2.28 (sysdeps/ieee754/dbl-64/e_log_data.c), read from the data object
- * of the glibc 2.36 x86-64 build. See docs/provenance.md. */
+ * Where the values come from: the table and coefficients Arm published with its table-driven
+ * log (Arm Optimized Routines math/log_data.c, N = 128; the same numbers are in the GNU C
+ * Library >= 2.28). The choice of each rc and the coefficients are Arm's computation; lc is
+ * the double nearest log(1/rc), a fact given rc.
+ * How they reached pydepth: carried over from the data files of pydepth's previous
+ * implementation of this function; tools/check_table_facts.py recomputes what is a fact.
+ * See docs/provenance.md. */
 #include "tables.h"
 
 const pd_log_pair pd_T_log[PD_T_LOG_N] = {

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 WITH LLVM-exception */
+/* Data from Arm Optimized Routines, math/pow_log_data.c (MIT option; THIRD_PARTY_NOTICES.md). */
 /* Data of pow's logarithm (docs/numerics-elementary.md §4).
  *
  * T_pow: for i = 0..127, subinterval i of [0x1.69555p-1, 0x1.69555p0), the triple
@@ -8,9 +10,14 @@
  * A_pow: coefficients A0..A6 of log1p(r) ~ r + A0 r^2 + a3 (A1 + ...) in the nested form of
  *   §4.3, where a3 = A0 r^3; they are the minimax coefficients pre-scaled by powers of -2.
  * pow uses ln2_hi and ln2_lo of log_table.c (the same two numbers).
- * Where the values come from: the table and coefficients published with the table-driven pow
- * in the GNU C Library 2.28 (sysdeps/ieee754/dbl-64/e_pow_log_data.c, its unused fourth column
- * dropped), read from the data object of the glibc 2.36 x86-64 build. See docs/provenance.md. */
+ * Where the values come from: the table and coefficients Arm published with its table-driven
+ * pow (Arm Optimized Routines math/pow_log_data.c, N = 128; the same numbers are in the GNU C
+ * Library >= 2.28). Its rows have four columns (1/c, an unused zero padding, log c as a head
+ * and a tail); the second column, the padding, is dropped here. The choice of each rc and the coefficients are Arm's
+ * computation; lc (-log rc to the nearest multiple of 2^-43) and lt are facts given rc.
+ * How they reached pydepth: carried over from the data files of pydepth's previous
+ * implementation of this function; tools/check_table_facts.py recomputes what is a fact.
+ * See docs/provenance.md. */
 #include "tables.h"
 
 const pd_pow_triple pd_T_pow[PD_T_POW_N] = {

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Data from the IBM Accurate Mathematical Library in glibc (see THIRD_PARTY_NOTICES.md). */
 /* Data of the large-argument reduction of sin and cos (docs/numerics-elementary.md §6.5).
  *
  * D_2pi: 2/pi written in base 2^24: 2/pi = sum over j >= 0 of D_2pi[j] * 2^(-24 (j + 1)),
@@ -6,9 +8,11 @@
  * half_pi_27: pi/2 ~ G1 + G2, heads of 26 and 23 significant bits (their products with the
  *   26-bit halves of §6.5 B4 are exact); G2 differs in its last bits from M2 of
  *   sincos_table.c (a different split).
- * The digits of 2/pi are a mathematical fact; this base-2^24 layout is the one published with
- * the IBM Accurate Mathematical Library (glibc sysdeps/ieee754/dbl-64/branred.h). See
- * docs/provenance.md. */
+ * The digits of 2/pi are a mathematical fact; this base-2^24 layout and the G1/G2 split are
+ * those of the IBM Accurate Mathematical Library (glibc sysdeps/ieee754/dbl-64/branred.h).
+ * How they reached pydepth: carried over from the data files of pydepth's previous
+ * implementation of this function; tools/check_table_facts.py recomputes what is a fact.
+ * See docs/provenance.md. */
 #include "tables.h"
 
 const double pd_D_2pi[PD_D_2PI_N] = {

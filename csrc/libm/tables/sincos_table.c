@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Data from the IBM Accurate Mathematical Library in glibc (see THIRD_PARTY_NOTICES.md). */
 /* Data of sin and cos (docs/numerics-elementary.md §6).
  *
  * T_sc: for j = 0..109, the quadruple (sin_hi, sin_lo, cos_hi, cos_lo) with
@@ -9,11 +11,14 @@
  * half_pi_4: pi/2 ~ M1 + M2 + M3 + M4, M1..M3 heads of 26, 27 and 26 significant bits (so the
  *   products with the quadrant count in §6.4 stay exact), M4 a full double.
  * two_over_pi: 2/pi rounded to double.
- * Where the values come from: the table and constants published with the IBM Accurate
- * Mathematical Library's sin/cos (Ziv et al.), as shipped in the GNU C Library
- * (sysdeps/ieee754/dbl-64/sincostab.c, usncs.h, s_sin.c), read from the data objects of the
- * glibc 2.36 x86-64 build. Every value is sin, cos or pi to the stated precision, or a fixed
- * polynomial coefficient. See docs/provenance.md. */
+ * Where the values come from: the table and constants of the IBM Accurate Mathematical
+ * Library's sin/cos (IBM, 2001), as shipped in the GNU C Library
+ * (sysdeps/ieee754/dbl-64/sincostab.c, usncs.h, s_sin.c). The heads of T_sc are the doubles
+ * nearest sin and cos; the tails are IBM's computation (in 17 of the 110 rows a tail is not
+ * the double nearest sin - sin_hi or cos - cos_hi), as are the coefficients.
+ * How they reached pydepth: carried over from the data files of pydepth's previous
+ * implementation of this function; tools/check_table_facts.py recomputes what is a fact.
+ * See docs/provenance.md. */
 #include "tables.h"
 
 const double pd_T_sc[4 * PD_T_SC_N] = {

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* The numbers of pydepth's elementary functions: tables and coefficients, as data (each file
- * says what the numbers are and where they were published; docs/numerics-elementary.md names
- * them with the same symbols, docs/provenance.md lists their origin). */
+ * says what the numbers are and where they were published, and carries its data's licence;
+ * docs/numerics-elementary.md names them with the same symbols, THIRD_PARTY_NOTICES.md lists
+ * each file's origin, docs/provenance.md how the numbers reached pydepth). */
 #ifndef PD_LIBM_TABLES_H
 #define PD_LIBM_TABLES_H
 #include <stdint.h>

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* The recorded forward pass (docs/numerics.md §5.6): the input layout, embedding, blocks, final
+ * norm and tied head, and the loss. */
+#include <stdlib.h>
+#include <string.h>
+#include "pd_forward.h"
+#include "pd_buffer.h"
+#include "pd_checksum.h"
+#include "pd_interrupt.h"
+#include "pd_tensor.h"
+#include "kernels/gemm.h"
+#include "ops/attention.h"
+#include "ops/embedding.h"
+#include "ops/heads.h"
+#include "ops/loss.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
+
+static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
+                              int blk, int node, pd_error *e) {
+    const pd_config *c = &g->model->cfg;
+    const pd_norm_geom geom = {g->N, c->model_width, c->rms_epsilon, g->valid};
+    return pd_rmsnorm_forward(&geom, x, gain, r, blk, node, e);
+}
+
+/* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
+static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_block_rec *r,
+                               pd_error *e) {
+    const pd_model *m = g->model;
+    const pd_config *c = &m->cfg;
+    const size_t B = g->B, T = g->T, N = g->N, W = c->model_width, F = c->feed_forward_width;
+    const size_t KVD = m->kv_width, D = m->head_width;
+    pd_param *const *P = pd_model_block(m, b);
+    const pd_norm_rec attn_norm = pd_block_attn_norm(r), ffn_norm = pd_block_ffn_norm(r);
+    double *const *rec = r->v;
+    const int blk = (int)b;
+    PD_TRY(norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e));
+    const double *an = rec[PD_N_ATTN_NORM_OUTPUT];
+    pd_mm_nn(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0);
+    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0);
+    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0);
+    PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
+    PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
+    PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
+    pd_split_heads(B, T, c->heads, D, g->q, rec[PD_N_QUERY_HEADS]);
+    pd_split_heads(B, T, c->kv_heads, D, g->k, rec[PD_N_KEY_HEADS]);
+    pd_split_heads(B, T, c->kv_heads, D, g->v, rec[PD_N_VALUE_HEADS]);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    pd_rope_apply(&rope, c->heads, rec[PD_N_QUERY_HEADS], rec[PD_N_ROT_QUERY_HEADS], 0);
+    pd_rope_apply(&rope, c->kv_heads, rec[PD_N_KEY_HEADS], rec[PD_N_ROT_KEY_HEADS], 0);
+    pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
+    const pd_attn_in attn = {rec[PD_N_ROT_QUERY_HEADS], rec[PD_N_ROT_KEY_HEADS], rec[PD_N_VALUE_HEADS]};
+    PD_TRY(pd_attention_forward(&geom, &attn, rec[PD_N_WEIGHTS], rec[PD_N_HEAD_OUTPUTS], blk, e));
+    PD_TRY(pd_check_finite(rec[PD_N_HEAD_OUTPUTS], N * W, blk, PD_N_HEAD_OUTPUTS, e));
+    pd_merge_heads(B, T, c->heads, D, rec[PD_N_HEAD_OUTPUTS], rec[PD_N_MERGED]);
+    pd_mm_nn(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0);
+    PD_TRY(pd_check_finite(rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
+    pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]);
+    PD_TRY(pd_check_finite(rec[PD_N_AFTER_ATTENTION], N * W, blk, PD_N_AFTER_ATTENTION, e));
+    const double *after_attn = rec[PD_N_AFTER_ATTENTION];
+    PD_TRY(norm_forward(g, after_attn, P[PD_P_FFN_GAIN]->value, &ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e));
+    const double *fn = rec[PD_N_FFN_NORM_OUTPUT];
+    pd_mm_nn(N, W, F, fn, W, P[PD_P_WG]->value, F, rec[PD_N_GATE_LINEAR], F, 0);
+    PD_TRY(pd_check_finite(rec[PD_N_GATE_LINEAR], N * F, blk, PD_N_GATE_LINEAR, e));
+    pd_silu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
+    PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
+    pd_mm_nn(N, W, F, fn, W, P[PD_P_WU]->value, F, rec[PD_N_UP], F, 0);
+    PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
+    pd_mul_vec(N * F, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
+    PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
+    pd_mm_nn(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0);
+    PD_TRY(pd_check_finite(rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
+    pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]);
+    PD_TRY(pd_check_finite(rec[PD_N_BLOCK_OUTPUT], N * W, blk, PD_N_BLOCK_OUTPUT, e));
+    return PD_OK;
+}
+
+static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *valid,
+                             const size_t *pos, const size_t *seg_start, pd_error *e) {
+    const pd_config *c = &g->model->cfg;
+    const size_t B = g->B, T = g->T, N = g->N;
+    g->n_valid = 0;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            const size_t p = b * T + t;
+            g->valid[p] = valid ? (valid[p] != 0) : 1;
+            if (!g->valid[p]) {
+                g->ids[p] = 0;
+                g->pos[p] = 0;
+                g->seg_start[p] = t;
+                continue;
+            }
+            g->n_valid++;
+            if (!pd_id_in_range(ids[p], c->vocabulary_size))
+                return pd_fail(e, PD_ERR_TOKEN, p, (double)ids[p], -1, PD_N_EMBEDDING);
+            g->ids[p] = ids[p];
+            size_t s0 = seg_start ? seg_start[p] : 0;
+            size_t ps = pos ? pos[p] : t;
+            /* a segment is a contiguous run of valid positions numbered 0, 1, ... */
+            if (s0 > t || ps != t - s0 || (t > s0 && !g->valid[p - 1]) ||
+                (t > s0 && g->seg_start[p - 1] != s0))
+                return pd_fail(e, PD_ERR_LAYOUT, p, (double)ps, -1, -1);
+            if (ps >= c->max_positions) return pd_fail(e, PD_ERR_LAYOUT, p, (double)ps, -1, -1);
+            g->pos[p] = ps;
+            g->seg_start[p] = s0;
+        }
+    if (g->n_valid == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
+    for (size_t b = 0; b < B; b++) {
+        size_t end = T;
+        for (size_t t = T; t-- > 0;) {
+            const size_t p = b * T + t;
+            if (!g->valid[p]) { g->seg_end[p] = t + 1; end = t; continue; }
+            g->seg_end[p] = end;
+            if (t == g->seg_start[p]) end = t;
+        }
+    }
+    (void)N;
+    return PD_OK;
+}
+
+/* Residual site i is value itself when recorded, else a copy that outlives the shared record. */
+static const double *keep_site(pd_graph *g, size_t i, double *value) {
+    const size_t NW = g->N * g->model->cfg.model_width;
+    if (g->recorded) return g->sites[i] = value;
+    g->sites[i] = g->site_arena + i * NW;
+    memcpy(g->sites[i], value, NW * sizeof(double));
+    return g->sites[i];
+}
+
+/* Embedding, blocks, final norm and tied head (docs/numerics.md §5.6). */
+static pd_status graph_run(pd_graph *g, pd_error *e) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
+    const double *E = m->params[PD_LEAD_EMBEDDING]->value;
+    pd_embedding_forward(N, W, E, g->ids, g->valid, g->x0);
+    const double *x = keep_site(g, 0, g->x0);
+    for (size_t b = 0; b < m->cfg.layers; b++) {
+        pd_block_rec *r = &g->blocks[g->recorded ? b : 0];
+        if (pd_interrupt_requested()) return pd_fail(e, PD_ERR_INTERRUPTED, b, 0.0, (int)b, -1);
+        PD_TRY(block_forward(g, b, x, r, e));
+        keep_site(g, 2 * b + 1, r->v[PD_N_AFTER_ATTENTION]);
+        x = keep_site(g, 2 * b + 2, r->v[PD_N_BLOCK_OUTPUT]);
+    }
+    const double *final_gain = pd_model_trailing(m, PD_TAIL_FINAL_GAIN)->value;
+    PD_TRY(norm_forward(g, x, final_gain, &g->final_norm, -1, PD_N_FINAL_NORM_OUTPUT, e));
+    pd_graph_head(g);
+    PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
+    return PD_OK;
+}
+
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e) {
+    size_t N;
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(B, T, &N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
+    if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_TRAINING)
+        return pd_fail(e, PD_ERR_RECORD_MODE, 0, (double)record, -1, -1);
+    PD_TRY(pd_graph_alloc(g, m, B, T, record, e));
+    pd_status st = fill_layout(g, ids, valid, pos, seg_start, e);
+    if (st == PD_OK) {
+        for (size_t i = 0; i < m->n_params; i++) {
+            g->revisions[i] = m->params[i]->revision;
+            g->checksums[i] = 0;
+        }
+        /* only a recorded graph can run backward: inference pays nothing */
+        if (g->recorded) pd_params_checksums(m->params, m->n_params, g->checksums);
+        st = graph_run(g, e);
+    }
+    if (st != PD_OK) pd_graph_free(g);
+    return st;
+}
+
+pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,
+                       pd_error *e) {
+    for (size_t p = 0; p < n; p++)
+        if ((!valid || valid[p]) && !pd_id_in_range(ids[p], V))
+            return targets ? pd_fail(e, PD_ERR_TARGET, p, (double)ids[p], -1, PD_N_LOSS)
+                           : pd_fail(e, PD_ERR_TOKEN, p, (double)ids[p], -1, PD_N_EMBEDDING);
+    return PD_OK;
+}
+
+/* The tied head, logits = final norm output times E transposed; a lean record runs it again
+ * where its probabilities were, which gives the same logits while E is unchanged. */
+void pd_graph_head(pd_graph *g) {
+    const pd_model *m = g->model;
+    const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
+    pd_mm_nt(N, W, V, g->final_norm.out, W, m->params[PD_LEAD_EMBEDDING]->value, W, g->logits, V, 0);
+}
+
+pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
+    const size_t N = g->N, V = g->model->cfg.vocabulary_size;
+    for (size_t p = 0; p < N; p++) {
+        if (!g->valid[p]) { g->targets[p] = 0; continue; }
+        if (!pd_id_in_range(targets[p], V))
+            return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
+        g->targets[p] = targets[p];
+    }
+    /* a lean record writes the probabilities over the logits, their last reader */
+    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e);
+    if (!prob || !nll) {
+        if (!g->lean) pd_buf_put(prob);
+        free(nll);
+        return pd_fail(e, PD_ERR_ALLOC, N * V + N, 0.0, -1, -1);
+    }
+    double loss;
+    size_t count;
+    const pd_nll_targets t = {N, V, g->targets, g->valid};
+    pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
+    if (st != PD_OK) {
+        if (!g->lean) pd_buf_put(prob);
+        free(nll);
+        return st;
+    }
+    if (g->prob != g->logits) pd_buf_put(g->prob);
+    free(g->nll);
+    g->prob = prob;
+    g->prob_spent = 0;
+    g->nll = nll;
+    g->loss = loss;
+    g->n_targets = count;
+    g->has_loss = 1;
+    return PD_OK;
+}
