@@ -246,7 +246,7 @@ def worker_main(framework: str) -> int:
             reply = {"version": getattr(mod, "__version__", "?"), "file": mod.__file__,
                      "threads": mod.get_num_threads()}
             if framework == "pydepth":  # the products' instruction-set path (baseline, avx2, avx512, neon)
-                from pydepth._native._core import kernel_path
+                from pydepth._native._runtime import kernel_path
                 reply["kernel_path"] = kernel_path()
         elif kind == "rss":
             reply = {"peak_mb": _rss_mb(), "import_mb": base_rss}

@@ -74,14 +74,14 @@ def numpy_blas_info(np):
 def run_kernels(threads, repeat):
     import numpy as np
     import pydepth
-    from pydepth._native import _core
+    from pydepth._native import _runtime, _testing
     pydepth.set_num_threads(threads)
     try:
         import threadpoolctl
         threadpoolctl.threadpool_limits(threads, user_api="blas")
     except ImportError:
         pass
-    print(f"## threads={threads}  pydepth path={_core.kernel_path()}  numpy BLAS: {numpy_blas_info(np)}")
+    print(f"## threads={threads}  pydepth path={_runtime.kernel_path()}  numpy BLAS: {numpy_blas_info(np)}")
     print(f"{'product':38s} {'kind':4s} {'pd ms':>9s} {'pd GF/s':>8s} {'np ms':>9s} {'np GF/s':>8s} {'ratio':>6s}")
     rng = np.random.default_rng(0)
     rows = []
@@ -95,7 +95,7 @@ def run_kernels(threads, repeat):
             npf = lambda a=a, b=b: a @ b.T  # noqa: E731
         else:
             npf = lambda a=a, b=b: a.T @ b  # noqa: E731
-        tp = _median_time(lambda kind=kind, a=a, b=b, c=c: _core.matmul(kind, a, b, c, False), repeat)
+        tp = _median_time(lambda kind=kind, a=a, b=b, c=c: _testing.matmul(kind, a, b, c, False), repeat)
         tn = _median_time(npf, repeat)
         gf = 2.0 * m * k * n / 1e9
         rows.append(dict(label=label, kind=kind, threads=threads, pd_s=tp, np_s=tn,
@@ -133,7 +133,7 @@ def run_model(threads, repeat):
     med = {k: statistics.median(v) for k, v in ts.items()}
     total = sum(med.values())
     print(f"## model V=16384 W=512 H=8 KV=2 F=1536 L=2 B={B} T={T} threads={threads} "
-          f"path={pd._core.kernel_path()}: forward {med['forward']:.3f} s, loss {med['loss']:.3f} s, "
+          f"path={pd._native._runtime.kernel_path()}: forward {med['forward']:.3f} s, loss {med['loss']:.3f} s, "
           f"backward {med['backward']:.3f} s, total {total:.3f} s (median of {repeat})")
     return dict(threads=threads, **med, total=total)
 

@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
     print(f"pydepth {pydepth.__version__}, torch {torch.__version__}, "
-          f"kernel path {pydepth._native._core.kernel_path()}")
+          f"kernel path {pydepth._native._runtime.kernel_path()}")
     print(f"{'optimizer':<6} {'size':>8} {'thr':>3} {'pydepth us':>11} {'torch fe=F us':>14} {'torch fe=T us':>14} "
           f"{'ratio F':>8} {'ratio T':>8}")
     for threads in (int(x) for x in args.threads.split(",")):

@@ -2,9 +2,9 @@
 """pydepth: depth-aware initialization and residual health for small float64 decoders,
 bit-exact to the chapter's reference core."""
 try:
-    from ._native._core import SplitMix64
+    from ._native._rng import SplitMix64
 except ModuleNotFoundError as _err:  # an unbuilt checkout shadows the installed package
-    if _err.name != f"{__name__}._native._core":
+    if _err.name != f"{__name__}._native._rng":  # the first compiled module imported
         raise
     from ._native._unbuilt import unbuilt_core
     unbuilt_core(__file__)

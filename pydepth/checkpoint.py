@@ -17,7 +17,7 @@ import numpy as np
 
 from ._files import container
 from ._files.atomic import write_atomically
-from ._native._core import SplitMix64
+from ._native._rng import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
 from .errors import (CheckpointError, CheckpointFormatError, CheckpointMismatchError, CheckpointVersionError,

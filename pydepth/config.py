@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from ._native import _core
+from ._native import _layout, _status
 from ._checks import as_real, as_u64
 from .errors import ConfigError
 
@@ -80,8 +80,8 @@ class DecoderConfig:
     def parameter_count(self) -> int:
         """Total stored scalars, by the core's checked 64-bit arithmetic (nothing is allocated)."""
         try:
-            return _core.parameter_count(self._core_tuple())
-        except _core.CoreError:
+            return _layout.parameter_count(self._core_tuple())
+        except _status.CoreError:
             raise ConfigError(f"the parameter count of {self.layers} blocks of width {self.model_width} "
                               f"(vocabulary {self.vocabulary_size}, feed-forward {self.feed_forward_width}) "
                               "overflows 64-bit size arithmetic") from None
@@ -89,12 +89,12 @@ class DecoderConfig:
     @property
     def parameter_tensor_count(self) -> int:
         """Number of parameter tensors: the core's layout tables (csrc/pd_params.h) over ``layers`` blocks."""
-        return _core.parameter_tensor_count(self._core_tuple())
+        return _layout.parameter_tensor_count(self._core_tuple())
 
     def parameter_layout(self) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:
         """(name, shape) of every parameter tensor in declaration order, as the core lays them
         out (docs/numerics.md §3.1): linear weights are stored ``[in, out]``."""
-        return _core.parameter_layout(self._core_tuple())
+        return _layout.parameter_layout(self._core_tuple())
 
     def _core_tuple(self) -> tuple:
         return (self.vocabulary_size, self.model_width, self.heads, self.kv_heads,

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 import numpy as np
 
 from ._native._bits import float_bits
-from ._native._core import SplitMix64
+from ._native._rng import SplitMix64
 from ._checks import as_u64
 from .config import DecoderConfig
 from .errors import (AlreadyCompletedError, ArgumentTypeError, BudgetExceededError, DepthInitError,

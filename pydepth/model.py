@@ -9,8 +9,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Opt
 
 import numpy as np
 
-from ._native import _core, _nodes
-from ._native._core import SplitMix64
+from ._native import _graph, _layout, _nodes, _status
+from ._native._rng import SplitMix64
 from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
@@ -20,7 +20,7 @@ from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignR
                      TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
-_KEEP_MODES: Dict[str, int] = {"all": _core.RECORD_ALL, "training": _core.RECORD_TRAINING}
+_KEEP_MODES: Dict[str, int] = {"all": _layout.RECORD_ALL, "training": _layout.RECORD_TRAINING}
 #: Why a value is missing, by ForwardRecord.keeps.
 _NOT_KEPT: Dict[str, str] = {
     "sites": "forward(record=False) keeps only residual sites, the final norm output and logits",
@@ -62,8 +62,8 @@ def _validate_name(name: Any) -> str:
     except UnicodeEncodeError:
         raise ParameterNameError(f"parameter name {name!r} has a non-ASCII character") from None
     try:
-        _core.validate_name_raw(raw)
-    except _core.CoreError as err:
+        _layout.validate_name_raw(raw)
+    except _status.CoreError as err:
         raise ParameterNameError(
             f"invalid parameter name {name!r} at byte {err.index}: names are dot-separated "
             "non-empty segments of lowercase ASCII letters, digits and '_'") from None
@@ -87,13 +87,13 @@ class NamedParameter:
         self._name = _validate_name(name)
         arr = _real_array(name, array)
         try:
-            self._p = _core._Param(tuple(int(d) for d in arr.shape))
-        except (MemoryError, _core.CoreError):
+            self._p = _graph._Param(tuple(int(d) for d in arr.shape))
+        except (MemoryError, _status.CoreError):
             raise AllocationError(f"cannot allocate parameter {name} of shape {arr.shape}") from None
         self._p.assign(arr.reshape(-1))
 
     @classmethod
-    def _wrap(cls, name: str, p: _core._Param) -> NamedParameter:
+    def _wrap(cls, name: str, p: _graph._Param) -> NamedParameter:
         self = cls.__new__(cls)
         self._name = name
         self._p = p
@@ -249,7 +249,7 @@ class GraphValue:
         hook = None if decide is None else (lambda found: decide(collect(found)))
         try:
             found = rec._graph.backward(wanted, buffers, commit, hook)
-        except _core.CoreError as err:
+        except _status.CoreError as err:
             raise_core(err, param_names=[p.name for p in rec.model.parameters])
         return collect(found)
 
@@ -258,7 +258,7 @@ class GraphValue:
         rec = self._record
         try:
             rec._graph.commit()
-        except _core.CoreError as err:
+        except _status.CoreError as err:
             raise_core(err, param_names=[p.name for p in rec.model.parameters])
 
     def _discard(self) -> None:
@@ -452,7 +452,7 @@ class ForwardRecord:
             shown, tg = _targets_array(targets, self.token_shape)
         try:
             self._graph.attach_loss(tg.reshape(-1))
-        except _core.CoreError as err:
+        except _status.CoreError as err:
             if err.code == LOSS_ATTACHED:  # another thread attached one meanwhile
                 raise AutodiffError("this forward record already carries a loss") from None
             raise_core(err, token_shape=self.token_shape, ids=shown,
@@ -501,8 +501,8 @@ def _check_ids(shown: np.ndarray, ids: np.ndarray, vocabulary_size: int,
     forward's or a loss's, for code that runs no C model (the torch twin). ``shown`` holds the
     ids as the caller gave them; ``valid`` (uint8 [B*T]) limits the check to valid positions."""
     try:
-        _core.check_ids(ids, valid, vocabulary_size, targets)
-    except _core.CoreError as err:
+        _layout.check_ids(ids, valid, vocabulary_size, targets)
+    except _status.CoreError as err:
         raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=vocabulary_size,
                    masked=valid is not None)
 
@@ -533,9 +533,9 @@ class DecoderModel:
         _check_allocatable(config)
         layout = config.parameter_layout()
         try:
-            raw = [_core._Param(shape) for _, shape in layout]
-            _core.draw_parameters(config._core_tuple(), raw, rng)
-        except _core.CoreError as err:
+            raw = [_graph._Param(shape) for _, shape in layout]
+            _graph.draw_parameters(config._core_tuple(), raw, rng)
+        except _status.CoreError as err:
             raise_core(err)
         except MemoryError:
             raise AllocationError(f"cannot allocate {config.parameter_count} parameters "
@@ -564,8 +564,8 @@ class DecoderModel:
         self._parameters = tuple(params)
         self._by_name = {p.name: p for p in params}
         try:
-            self._core = _core._Model(config._core_tuple(), [p._p for p in params])
-        except _core.CoreError as err:
+            self._core = _graph._Model(config._core_tuple(), [p._p for p in params])
+        except _status.CoreError as err:
             raise_core(err)
 
     @property
@@ -658,8 +658,8 @@ class DecoderModel:
                                     f"records nothing ({why})")
         shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         try:
-            graph = _core._Graph(self._core, ids, valid, pos, seg, _KEEP_MODES[keep] if rec else _core.RECORD_NONE)
-        except _core.CoreError as err:
+            graph = _graph._Graph(self._core, ids, valid, pos, seg, _KEEP_MODES[keep] if rec else _layout.RECORD_NONE)
+        except _status.CoreError as err:
             raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=self._config.vocabulary_size,
                        masked=mask is not None)
         return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
@@ -726,7 +726,7 @@ def _check_allocatable(config: DecoderConfig) -> None:
     values, gradients and RoPE tables cannot be allocated now."""
     need = (2 * config.parameter_count + config.max_positions * config.head_width
             + _TENSOR_OVERHEAD * config.parameter_tensor_count)
-    if need >= 2**61 or not _core.can_allocate(need):
+    if need >= 2**61 or not _graph.can_allocate(need):
         raise AllocationError(
             f"cannot allocate {config.parameter_count} parameters in {config.parameter_tensor_count} "
             f"tensors ({config.layers} layers) with their gradients and RoPE tables for "

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 import numpy as np
 
-from ._native import _core, _translate
+from ._native import _optim, _translate
+from ._native._status import CoreError
 from . import elementary
 from ._checks import as_int, as_real
-from .errors import (InvalidHyperparameterError, NonFiniteUpdateError, OptimizerStateError)
+from .errors import InvalidHyperparameterError, OptimizerStateError
 from .model import NamedParameter
 
 Schedule = Callable[[int], float]
@@ -22,11 +23,6 @@ LearningRate = Union[float, Schedule]
 MAX_STEP = 2**53
 
 __all__ = ["MAX_STEP", "Optimizer", "SGD", "AdamW", "WarmupCosine", "warmup_cosine", "schedule_from_dict"]
-
-
-def _status(ident: str) -> int:
-    """A core status code by its identifier in csrc/pd_error.h ("ERR_CONFIG")."""
-    return _core.STATUS_CODES[ident]
 
 
 def _real(name: str, value: Any) -> float:
@@ -132,8 +128,8 @@ class Optimizer:
         self._params = _parameter_tuple(parameters)
         self._lr = _learning_rate(lr)
         self._hyper = hyper
-        self._check(self._current_lr(0))
         self._step = 0
+        self._check(self._current_lr(0))
         self._slots = {p.name: tuple(np.zeros(p.shape) for _ in self.slot_names) for p in self._params}
 
     # ---- what subclasses declare
@@ -191,9 +187,9 @@ class Optimizer:
         self._check(lr)
         slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
         try:
-            _core.optim_step(self._kind, [p._p for p in self._params], slots,
+            _optim.optim_step(self._kind, [p._p for p in self._params], slots,
                              self._core_hparams(lr), self._step + 1)
-        except _core.CoreError as err:
+        except CoreError as err:
             self._raise(err)
         self._step += 1
 
@@ -253,8 +249,8 @@ class Optimizer:
 
     def _check(self, lr: float) -> None:
         try:
-            _core.optim_check(self._kind, self._core_hparams(lr))
-        except _core.CoreError as err:
+            _optim.optim_check(self._kind, self._core_hparams(lr))
+        except CoreError as err:
             self._raise(err)
         wd = self._hyper["weight_decay"]
         if not lr * wd < 1.0:  # each step scales parameters by 1 - lr*wd: at 1 or beyond it is no decay
@@ -262,20 +258,10 @@ class Optimizer:
                 f"{type(self).__name__} lr*weight_decay must be in [0, 1) (a decay factor 1 - lr*weight_decay in "
                 f"(0, 1]), got lr {lr!r} * weight_decay {wd!r} = {lr * wd!r}")
 
-    def _raise(self, err: _core.CoreError) -> None:
-        kind = type(self).__name__
-        if err.code == _status('ERR_CONFIG') and err.index < len(self._fields):
-            field = self._fields[err.index]
-            domain = "in [0, 1)" if field.startswith("beta") else "finite and non-negative"
-            raise InvalidHyperparameterError(f"{kind} {field} must be {domain}, got {err.value!r}") from None
-        if err.code == _status('ERR_NONFINITE') and 0 <= err.block < len(self._params):
-            what = ("value", *self.slot_names)
-            raise NonFiniteUpdateError(
-                f"{kind} step {self._step + 1} refused: {self._params[err.block].name} {what[err.node]} "
-                f"would become {err.value!r} at flat index {err.index}; nothing was changed") from None
-        if err.code in (_status('ERR_SHAPE'), _status('ERR_LAYOUT')):
-            raise OptimizerStateError(f"{kind} slots do not match its parameters (tensor {err.index})") from None
-        _translate.raise_core(err)
+    def _raise(self, err: CoreError) -> NoReturn:
+        call = _translate.OptimizerCall(type(self).__name__, self._fields, [p.name for p in self._params],
+                                        self.slot_names, self._step + 1)
+        _translate.raise_core(err, optimizer=call)
 
 
 def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[str, ...],

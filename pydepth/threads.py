@@ -5,19 +5,19 @@ from __future__ import annotations
 import os
 import warnings
 
-from ._native import _core
+from ._native import _runtime
 from ._checks import as_u64
 from .errors import ThreadCountError
 
 
 def set_num_threads(n: int) -> None:
     """Use n >= 1 worker threads in the C kernels; results are bit-identical for every n."""
-    _core.set_num_threads(as_u64("thread count", n, ThreadCountError, minimum=1, maximum=1024))
+    _runtime.set_num_threads(as_u64("thread count", n, ThreadCountError, minimum=1, maximum=1024))
 
 
 def get_num_threads() -> int:
     """The number of worker threads the C kernels use."""
-    return _core.get_num_threads()
+    return _runtime.get_num_threads()
 
 
 def _default_threads() -> int:

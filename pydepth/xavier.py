@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._native import _core
+from ._native import _rng, _status
 from ._checks import as_u64
 from ._native._translate import raise_core
 from .errors import InitializationError
@@ -25,6 +25,6 @@ def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
     """Variance 2/(fan_in+fan_out), its square root, and limit sqrt(6/(fan_in+fan_out))."""
     vals = [as_u64("fan_in", fan_in, InitializationError), as_u64("fan_out", fan_out, InitializationError)]
     try:
-        return XavierScale(*_core.xavier_scale_raw(*vals))
-    except _core.CoreError as err:
+        return XavierScale(*_rng.xavier_scale_raw(*vals))
+    except _status.CoreError as err:
         raise_core(err)

@@ -22,6 +22,13 @@ TOKENS = np.array([[0, 99, 100, 101]])
 TARGETS = np.array([[99, 100, 101, 1]])
 
 
+def native_binaries():
+    """Every compiled file of pydepth._native: the skin's extensions and the shared core under them."""
+    import pydepth._native
+    here = pathlib.Path(pydepth._native.__file__).parent
+    return sorted(p for p in here.iterdir() if p.suffix in (".so", ".pyd", ".dylib", ".dll"))
+
+
 def bits(a):
     """Flat uint64 view of float64 values: bit-exact checks compare these, never floats."""
     return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)

@@ -296,7 +296,7 @@ def test_an_interrupted_fresh_pass_leaves_every_gradient_plus_zero(tmp_path):
 def test_a_parameter_in_two_slots_gets_both_contributions():
     """A table naming one buffer twice (possible through the private _Model) keeps a separate
     contribution per slot: in place, the second slot would overwrite the first."""
-    from pydepth._native import _core
+    from pydepth._native import _graph
     cfg = CONFIGS[0]
     source = DecoderModel(cfg, SplitMix64(16))
     names = [p.name for p in source.parameters]
@@ -312,7 +312,7 @@ def test_a_parameter_in_two_slots_gets_both_contributions():
     grads = []
     for commit in (True, False):
         params = shared_table()
-        graph = _core._Graph(_core._Model(cfg._core_tuple(), params), ids)
+        graph = _graph._Graph(_graph._Model(cfg._core_tuple(), params), ids)
         graph.attach_loss(targets)
         graph.backward([], [], commit)
         if not commit:

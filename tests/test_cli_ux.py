@@ -144,7 +144,7 @@ def test_unbuilt_source_tree_gets_a_clear_message(tmp_path):
                          text=True, timeout=60)
     assert run.returncode == 1
     assert "Traceback" not in run.stderr
-    assert "pydepth: error: pydepth's compiled core (pydepth._native._core) is missing" in run.stderr
+    assert "pydepth: error: pydepth's compiled core (the extensions in pydepth._native) is missing" in run.stderr
     assert "pip install ." in run.stderr and str(tmp_path / "pydepth") in run.stderr
     run = subprocess.run([sys.executable, "-c", "import pydepth"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)

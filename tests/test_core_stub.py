@@ -1,17 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""pydepth/_native/_core.pyi describes exactly what the compiled pydepth._native._core exports."""
+"""Each pydepth/_native/*.pyi describes exactly what its compiled skin module exports."""
 import ast
+import importlib
 import pathlib
 import types
 
+import pytest
+
 import pydepth
-from pydepth._native import _core
 
-STUB = pathlib.Path(pydepth.__file__).parent / "_native" / "_core.pyi"
+NATIVE = pathlib.Path(pydepth.__file__).parent / "_native"
+SOURCE = pathlib.Path(__file__).resolve().parents[1] / "pydepth" / "_native"
+#: pydepth.elementary is the typed face of _elementary; every other skin module has its stub.
+UNSTUBBED = {"_elementary"}
+MODULES = sorted(p.stem for p in SOURCE.glob("*.pyx") if p.stem not in UNSTUBBED)
 
 
-def _stub_names():
-    tree = ast.parse(STUB.read_text())
+def _stub_names(module):
+    tree = ast.parse((NATIVE / f"{module}.pyi").read_text())
     names, classes = set(), {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -26,17 +32,32 @@ def _stub_names():
     return names, classes
 
 
-def test_every_public_name_of_the_core_is_in_the_stub_and_every_stub_name_exists():
-    names, _ = _stub_names()
-    public = {k for k, v in vars(_core).items() if not k.startswith("_") and not isinstance(v, types.ModuleType)}
+def _defined_here(compiled, value):
+    """Not a module, and not a class or function another skin module defines (CoreError)."""
+    home = getattr(value, "__module__", compiled.__name__)
+    return not isinstance(value, types.ModuleType) and home == compiled.__name__
+
+
+def test_the_skin_is_split_into_stubbed_modules():
+    assert "_core" not in MODULES and {"_status", "_graph", "_optim", "_testing"} <= set(MODULES)
+    assert sorted(p.stem for p in NATIVE.glob("*.pyi")) == MODULES
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_public_name_of_a_skin_module_is_in_its_stub_and_every_stub_name_exists(module):
+    compiled = importlib.import_module(f"pydepth._native.{module}")
+    names, _ = _stub_names(module)
+    public = {k for k, v in vars(compiled).items() if not k.startswith("_") and _defined_here(compiled, v)}
     assert sorted(public - names) == []
-    assert sorted(n for n in names if not hasattr(_core, n)) == []
+    assert sorted(n for n in names if not hasattr(compiled, n)) == []
 
 
-def test_every_public_method_of_a_stubbed_class_is_in_the_stub_and_exists():
-    _, classes = _stub_names()
+@pytest.mark.parametrize("module", MODULES)
+def test_every_public_method_of_a_stubbed_class_is_in_the_stub_and_exists(module):
+    compiled = importlib.import_module(f"pydepth._native.{module}")
+    _, classes = _stub_names(module)
     for name, members in classes.items():
-        cls = getattr(_core, name)
+        cls = getattr(compiled, name)
         base = Exception if issubclass(cls, BaseException) else object
         public = {a for a in dir(cls) if not a.startswith("_")} - set(dir(base))
         assert sorted(public - members) == [], name

@@ -167,10 +167,10 @@ _STEP, _MUL = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 
 
 def _kernel_paths():
-    from pydepth._native import _core
-    old = _core.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _core.force_kernel_path(p)]
-    _core.force_kernel_path(old)
+    from pydepth._native import _runtime
+    old = _runtime.kernel_path()
+    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
+    _runtime.force_kernel_path(old)
     return out
 
 
@@ -183,27 +183,27 @@ def _checksum_by_definition(values):
 
 
 def test_the_alias_checksum_is_one_sum_on_every_kernel_path():
-    from pydepth._native import _core
+    from pydepth._native import _runtime
     model = DecoderModel(DecoderConfig(13, 12, 2, 13, 2, 8), SplitMix64(5))  # sizes 13*12, 12, 13*12...
     want = 0
     for p in model.parameters:
         want ^= _checksum_by_definition(p.value)
-    old = _core.kernel_path()
+    old = _runtime.kernel_path()
     try:
         for path in _kernel_paths():
-            assert _core.force_kernel_path(path)
+            assert _runtime.force_kernel_path(path)
             assert model._core.checksum_all() == want, path
     finally:
-        _core.force_kernel_path(old)
+        _runtime.force_kernel_path(old)
 
 
 def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
     import ctypes
-    from pydepth._native import _core
-    old = _core.kernel_path()
+    from pydepth._native import _runtime
+    old = _runtime.kernel_path()
     try:
         for path in _kernel_paths():
-            assert _core.force_kernel_path(path)
+            assert _runtime.force_kernel_path(path)
             for index in (0, 5, 8, 11):  # vector lanes and the scalar tail of a 12-value gain
                 for bit in (0, 31, 32, 52, 63):
                     model = DecoderModel(DecoderConfig(13, 12, 2, 13, 2, 8), SplitMix64(3))
@@ -216,7 +216,7 @@ def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
                     with pytest.raises(pydepth.StaleOperandError, match=r"final_norm\.gain.*alias"):
                         loss.backward()
     finally:
-        _core.force_kernel_path(old)
+        _runtime.force_kernel_path(old)
 
 
 def test_a_view_let_go_while_an_exception_is_raised_keeps_that_exception():

@@ -103,21 +103,21 @@ def test_non_finite_gradient_update_changes_no_gradient():
 def test_the_first_non_finite_value_is_named_alike_on_every_kernel_path():
     """The finiteness scan runs in the path's vector width; the refusal names the same first
     offending element on every path, and a value past the last full vector is found too."""
-    from pydepth._native import _core
+    from pydepth._native import _runtime
     model = DecoderModel(DecoderConfig(13, 6, 3, 5, 1, 8), SplitMix64(4))
     wq = model.parameter("blocks.0.attention.query.weight")
     v = wq.snapshot()
     v[:, 4:] = 1e308  # the last two query columns overflow, the first four stay finite
     wq.assign(v)
-    old, messages = _core.kernel_path(), {}
+    old, messages = _runtime.kernel_path(), {}
     try:
         for path in ("baseline", "avx2", "avx512", "neon"):
-            if _core.force_kernel_path(path):
+            if _runtime.force_kernel_path(path):
                 with pytest.raises(pydepth.NonFiniteError) as err:
                     model.forward(np.array([[1, 5, 9]]))
                 messages[path] = str(err.value)
     finally:
-        _core.force_kernel_path(old)
+        _runtime.force_kernel_path(old)
     assert len(set(messages.values())) == 1, messages
     assert "query_heads at flat index 4" in messages["baseline"], messages
     # one token: 6 query values, fewer than one AVX-512 vector; only the last overflows
@@ -126,8 +126,8 @@ def test_the_first_non_finite_value_is_named_alike_on_every_kernel_path():
     wq.assign(v)
     try:
         for path in messages:
-            assert _core.force_kernel_path(path)
+            assert _runtime.force_kernel_path(path)
             with pytest.raises(pydepth.NonFiniteError, match="query_heads at flat index 5"):
                 model.forward(np.array([[2]]))
     finally:
-        _core.force_kernel_path(old)
+        _runtime.force_kernel_path(old)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import pydepth as pd
-from pydepth._native import _core
-from conftest import bits
+from pydepth._native import _runtime, _testing
+from conftest import bits, native_binaries
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
@@ -25,9 +25,9 @@ REFERENCE = Path(__file__).parent / "reference" / "trace-public.json"
 
 
 def available_paths():
-    default = _core.kernel_path()
-    out = [p for p in PATHS if _core.force_kernel_path(p)]
-    _core.force_kernel_path(default)
+    default = _runtime.kernel_path()
+    out = [p for p in PATHS if _runtime.force_kernel_path(p)]
+    _runtime.force_kernel_path(default)
     return out
 
 
@@ -37,9 +37,9 @@ AVAILABLE = available_paths()
 @pytest.fixture
 def kernel_state():
     """Restores the dispatch path and thread count a test changes."""
-    path, threads = _core.kernel_path(), pd.get_num_threads()
+    path, threads = _runtime.kernel_path(), pd.get_num_threads()
     yield
-    assert _core.force_kernel_path(path)
+    assert _runtime.force_kernel_path(path)
     pd.set_num_threads(threads)
 
 
@@ -62,7 +62,7 @@ def reference(kind, a, b, c0, acc):
 
 def run(kind, a, b, c0, acc):
     c = c0.copy()
-    _core.matmul(kind, a, b, c, acc)
+    _testing.matmul(kind, a, b, c, acc)
     return c
 
 
@@ -76,7 +76,7 @@ SHAPES = [(1, 1, 1), (4, 4, 4), (3, 17, 2), (17, 129, 513), (129, 513, 17), (513
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
 def test_matmul_bit_exact(kernel_state, path, threads, kind):
-    assert _core.force_kernel_path(path)
+    assert _runtime.force_kernel_path(path)
     pd.set_num_threads(threads)
     rng = np.random.default_rng(hash((path, threads, kind)) % 2**32)
     for m, k, n in SHAPES:
@@ -94,7 +94,7 @@ def test_matmul_special_values(kernel_state, kind):
     rng = np.random.default_rng(5)
     m, k, n = 33, 300, 41
     for path in AVAILABLE:
-        assert _core.force_kernel_path(path)
+        assert _runtime.force_kernel_path(path)
         for threads in (1, 2):
             pd.set_num_threads(threads)
             a, b = operands(kind, m, k, n, rng)
@@ -119,7 +119,7 @@ SMALL_K = (1, 2, 16, 33)
 @pytest.mark.parametrize("path", AVAILABLE)
 @pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
 def test_small_products_bit_exact_at_every_tile_edge(kernel_state, path, kind):
-    assert _core.force_kernel_path(path)
+    assert _runtime.force_kernel_path(path)
     rng = np.random.default_rng(sum(map(ord, path + kind)))
     for m in SMALL_M:
         for k in SMALL_K:
@@ -143,7 +143,7 @@ PACKED_T = [(37, 603, 83), (83, 603, 37), (6, 517, 113), (101, 263, 16), (48, 77
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("kind", ["nt", "tn"])
 def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_state, path, threads, kind):
-    assert _core.force_kernel_path(path)
+    assert _runtime.force_kernel_path(path)
     pd.set_num_threads(threads)
     rng = np.random.default_rng(sum(map(ord, path + kind)) + threads)
     for m, k, n in PACKED_T:
@@ -160,7 +160,7 @@ def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_st
 def test_small_products_start_each_sum_at_positive_zero(kernel_state):
     """All terms -0.0: the sum is +0.0 (a kernel seeding with the first product would give -0.0)."""
     for path in AVAILABLE:
-        assert _core.force_kernel_path(path)
+        assert _runtime.force_kernel_path(path)
         for kind in ("nn", "nt", "tn"):
             a, b = operands(kind, 9, 3, 17, np.random.default_rng(1))
             a[:], b[:] = -0.0, 1.0
@@ -187,28 +187,28 @@ def test_matmul_empty_inner_dimension(kernel_state):
        acc=st.booleans(), threads=st.sampled_from([1, 2, 3]),
        path=st.sampled_from(AVAILABLE), seed=st.integers(0, 2**32 - 1))
 def test_matmul_random_shapes(kind, m, k, n, acc, threads, path, seed):
-    old_path, old_threads = _core.kernel_path(), pd.get_num_threads()
+    old_path, old_threads = _runtime.kernel_path(), pd.get_num_threads()
     try:
-        assert _core.force_kernel_path(path)
+        assert _runtime.force_kernel_path(path)
         pd.set_num_threads(threads)
         rng = np.random.default_rng(seed)
         a, b = operands(kind, m, k, n, rng)
         c0 = rng.standard_normal((m, n))
         assert np.array_equal(bits(run(kind, a, b, c0, acc)), bits(reference(kind, a, b, c0, acc)))
     finally:
-        _core.force_kernel_path(old_path)
+        _runtime.force_kernel_path(old_path)
         pd.set_num_threads(old_threads)
 
 
 def test_dispatch_names(kernel_state):
-    assert _core.kernel_path() in PATHS
+    assert _runtime.kernel_path() in PATHS
     assert "baseline" in AVAILABLE
-    assert not _core.force_kernel_path("no-such-path")
+    assert not _runtime.force_kernel_path("no-such-path")
     for p in PATHS:
-        ok = _core.force_kernel_path(p)
+        ok = _runtime.force_kernel_path(p)
         assert ok == (p in AVAILABLE)
         if ok:
-            assert _core.kernel_path() == p
+            assert _runtime.kernel_path() == p
 
 
 def test_threads_from_python_threads(kernel_state):
@@ -273,7 +273,7 @@ def _check_fixture(fx):
 @pytest.mark.parametrize("path", AVAILABLE)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_decoder_trace_any_threads_and_path(kernel_state, path, threads):
-    assert _core.force_kernel_path(path)
+    assert _runtime.force_kernel_path(path)
     pd.set_num_threads(threads)
     data = json.loads(REFERENCE.read_text())
     for fx in data["fixtures"]:
@@ -294,7 +294,7 @@ def test_decoder_larger_shape_thread_invariant(kernel_state, config, batch, leng
     results = []
     for path in AVAILABLE:
         for threads in (1, 2, 3):
-            assert _core.force_kernel_path(path)
+            assert _runtime.force_kernel_path(path)
             pd.set_num_threads(threads)
             m = pd.DecoderModel(cfg, pd.SplitMix64(99))
             fwd = m.forward(toks)
@@ -314,9 +314,8 @@ FMA = re.compile(r"\bv?f(n)?m(add|sub)(sub|add)?\d{3}[ps][sd]\b|\bvfn?m(add|sub)
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
 def test_no_fma_instructions():
-    so = _core.__file__
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", so], capture_output=True,
-                         text=True, check=True).stdout
+    out = "".join(subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(so)], capture_output=True,
+                                 text=True, check=True).stdout for so in native_binaries())
     assert "vmulpd" in out or "mulsd" in out  # sanity: we did disassemble code
     # the one place fused operations are written on purpose: the FMA builds of the elementary
     # functions, named pd_libm_fma_*, which fuse where the reference libm does

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import pydepth
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64
-from pydepth._native import _core, _nodes
+from pydepth._native import _layout, _nodes
 from pydepth.errors import ArgumentTypeError, StaleOperandError, ValueNotKeptError
 from pydepth.training.step import loss_and_gradients
 
@@ -93,7 +93,7 @@ def test_every_value_a_lean_record_keeps_has_the_full_records_bits_and_the_rest_
             continue
         assert np.array_equal(bits(kept), bits(full.named(name).value)), name
     block, whole = _nodes.BLOCK_KIND, _nodes.GLOBAL_KIND
-    spare = {k for k in range(len(_core.NODE_KINDS)) if k not in _core.KEPT_LEAN}
+    spare = {k for k in range(len(_layout.NODE_KINDS)) if k not in _layout.KEPT_LEAN}
     expected = [n for n in full.names()
                 if (whole.get(n) if n in whole else block[n.split(".", 2)[2]]) in spare]
     assert refused == expected

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pydepth as pd
-from pydepth._native import _core
+from pydepth._native import _runtime
 from pydepth import elementary
 from conftest import bits
 
@@ -33,9 +33,9 @@ def _reference_impl():
 
 
 def _paths():
-    old = _core.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _core.force_kernel_path(p)]
-    _core.force_kernel_path(old)
+    old = _runtime.kernel_path()
+    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
+    _runtime.force_kernel_path(old)
     return out
 
 
@@ -55,10 +55,10 @@ def test_tied_maximal_logits_match_the_reference_on_every_path(batch, tokens):
     rng = np.random.default_rng(batch * 10 + tokens)
     ids = rng.integers(0, 37, size=(batch, tokens))
     targets = rng.integers(0, 37, size=(batch, tokens))
-    old = _core.kernel_path()
+    old = _runtime.kernel_path()
     try:
         for path in _paths():
-            assert _core.force_kernel_path(path)
+            assert _runtime.force_kernel_path(path)
             fwd = model.forward(ids)
             logits = np.array(fwd.logits.value)
             loss = fwd.loss(targets)
@@ -75,4 +75,4 @@ def test_tied_maximal_logits_match_the_reference_on_every_path(batch, tokens):
             top = np.sort(logits.reshape(-1, 37), axis=1)
             assert np.any(top[:, -1] == top[:, -2])  # the case under test: a tied maximum
     finally:
-        _core.force_kernel_path(old)
+        _runtime.force_kernel_path(old)

@@ -140,14 +140,14 @@ def test_parameters_agree_with_torch_optim_foreach_false_within_1e_13_after_10_s
 
 def test_training_is_bit_identical_for_every_thread_count_and_kernel_path():
     cfg = DecoderConfig(512, 32, 2, 64, 1, 8)  # the embedding spans several update chunks
-    before, path = pydepth.get_num_threads(), pydepth._native._core.kernel_path()
-    paths = [p for p in ("baseline", "avx2", "avx512", "neon") if pydepth._native._core.force_kernel_path(p)]
-    pydepth._native._core.force_kernel_path(path)
+    before, path = pydepth.get_num_threads(), pydepth._native._runtime.kernel_path()
+    paths = [p for p in ("baseline", "avx2", "avx512", "neon") if pydepth._native._runtime.force_kernel_path(p)]
+    pydepth._native._runtime.force_kernel_path(path)
     results = []
     try:
         for n, p in [(1, path), (2, path), (3, path)] + [(2, p) for p in paths]:
             pydepth.set_num_threads(n)
-            assert pydepth._native._core.force_kernel_path(p)
+            assert pydepth._native._runtime.force_kernel_path(p)
             model = DecoderModel(cfg, SplitMix64(9))
             opt = AdamW(model.parameters, lr=1e-2)
             for s in range(3):
@@ -156,7 +156,7 @@ def test_training_is_bit_identical_for_every_thread_count_and_kernel_path():
             results.append(state_bits(model, opt))
     finally:
         pydepth.set_num_threads(before)
-        pydepth._native._core.force_kernel_path(path)
+        pydepth._native._runtime.force_kernel_path(path)
     for other in results[1:]:
         assert all(np.array_equal(results[0][k], other[k]) for k in results[0])
 
@@ -352,16 +352,16 @@ def test_a_bad_optimizer_state_is_refused_and_changes_nothing(corrupt, match):
 def test_the_private_step_entry_checks_its_buffers():
     model = DecoderModel(CFG, SplitMix64(1))
     raw = [p._p for p in model.parameters]
-    with pytest.raises(pydepth._native._core.CoreError):
-        pydepth._native._core.optim_step("adamw", raw, [(np.zeros(1), np.zeros(1))] * len(raw),
+    with pytest.raises(pydepth._native._status.CoreError):
+        pydepth._native._optim.optim_step("adamw", raw, [(np.zeros(1), np.zeros(1))] * len(raw),
                                  (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
-    with pytest.raises(pydepth._native._core.CoreError):
-        pydepth._native._core.optim_step("adamw", raw, [()] * len(raw), (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
-    with pytest.raises(pydepth._native._core.CoreError):
-        pydepth._native._core.optim_step("sgd", raw, [()] * len(raw), (1e-3, 0.0, 0.0), 0)
+    with pytest.raises(pydepth._native._status.CoreError):
+        pydepth._native._optim.optim_step("adamw", raw, [()] * len(raw), (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
+    with pytest.raises(pydepth._native._status.CoreError):
+        pydepth._native._optim.optim_step("sgd", raw, [()] * len(raw), (1e-3, 0.0, 0.0), 0)
     with pytest.raises(TypeError):
-        pydepth._native._core.optim_step("sgd", [np.zeros(3)], [()], (1e-3, 0.0, 0.0), 1)
+        pydepth._native._optim.optim_step("sgd", [np.zeros(3)], [()], (1e-3, 0.0, 0.0), 1)
     shared = [np.zeros(p.size) for p in raw]
-    with pytest.raises(pydepth._native._core.CoreError):  # one buffer as both moments would alias
-        pydepth._native._core.optim_step("adamw", raw, [(b, b) for b in shared], (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
+    with pytest.raises(pydepth._native._status.CoreError):  # one buffer as both moments would alias
+        pydepth._native._optim.optim_step("adamw", raw, [(b, b) for b in shared], (1e-3, 0.9, 0.999, 1e-8, 0.0), 1)
     assert all(p.revision == 0 for p in model.parameters)

@@ -8,7 +8,7 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig
-from pydepth._native import _core
+from pydepth._native import _status
 
 GOOD = DecoderConfig(10, 4, 1, 4, 1, 8).to_dict()
 
@@ -40,6 +40,6 @@ def test_an_unpickled_config_runs_the_checks_of_construction(fields, match):
 
 
 def test_an_untranslated_core_status_is_a_pydepth_error_that_names_its_status():
-    err = _core.CoreError(_core.STATUS_CODES["ERR_CONFIG"], 10, 0.0, -1, -1)
+    err = _status.CoreError(_status.STATUS_CODES["ERR_CONFIG"], 10, 0.0, -1, -1)
     assert isinstance(err, pydepth.PydepthError)
     assert "ERR_CONFIG" in str(err) and "index 10" in str(err)

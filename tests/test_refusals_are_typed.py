@@ -104,7 +104,7 @@ def test_huge_max_positions_refusal_names_the_field():
 
 def test_core_allocation_failure_names_a_real_count(model):
     from pydepth._native._translate import raise_core
-    from pydepth._native._core import CoreError
+    from pydepth._native._status import CoreError
     with pytest.raises(pydepth.AllocationError, match=r"1000 float64 values \(8000 bytes"):
         raise_core(CoreError(1, 1000))
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ASan + UBSan: the extension built with both sanitizers in its own build directory, installed
-# into a throwaway venv that sees the CI venv's packages (numpy, pytest, ...) behind its own, and
-# the whole test suite run with it and the sanitizer runtimes preloaded (subprocesses the tests
-# start inherit both). Fails on a non-zero pytest exit or on any sanitizer report in the output.
+# ASan + UBSan: every extension and the shared core under them (module and shared linker flags)
+# built with both sanitizers in their own build directory, installed into a throwaway venv that
+# sees the CI venv's packages (numpy, pytest, ...) behind its own, and the whole test suite run
+# with it and the sanitizer runtimes preloaded (subprocesses the tests start inherit both). Fails
+# on a non-zero pytest exit or on any sanitizer report in the output.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$(pwd)"
@@ -26,6 +27,7 @@ python -m pip install --quiet --no-deps --no-build-isolation --target "$site" \
   --config-settings=cmake.build-type=RelWithDebInfo \
   --config-settings=cmake.define.CMAKE_C_FLAGS="$san" \
   --config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  --config-settings=cmake.define.CMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
   "$root"
 
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from ._core import NODE_KINDS
+from ._layout import NODE_KINDS
 
 #: Identifier (as in C, without ``PD_N_``) -> kind code.
 KIND: Dict[str, int] = {ident: kind for kind, (ident, _, _) in enumerate(NODE_KINDS)}

@@ -16,7 +16,7 @@ def unbuilt_core(init_file: str) -> NoReturn:
     where = (f"Python imported pydepth's source tree {package} (it comes first on sys.path when you "
              f"run from {root}), which has no compiled core" if in_checkout
              else f"the installed package at {package} has no compiled core")
-    message = (f"pydepth's compiled core (pydepth._native._core) is missing: {where}.\n"
+    message = (f"pydepth's compiled core (the extensions in pydepth._native) is missing: {where}.\n"
                "Build and install it with `pip install .` from the checkout, then run `pydepth ...` "
                "or `python -m pydepth ...` from any other directory (cd out of the checkout first).")
     if sys.argv and sys.argv[0] == "-m":  # `python -m pydepth` is still locating its __main__

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .._native._bits import float_bits
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from ..config import DecoderConfig
 from ..depth_init import (DepthInitializationBudget, DepthScalePolicy, FreshDepthInitialization)
 from ..errors import PydepthError

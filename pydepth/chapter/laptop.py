@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from .._native._memory import peak_rss_mb
 from ..config import DecoderConfig
 from ..depth_init import DepthInitializationBudget, FreshDepthInitialization

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .._native._bits import float_bits, hex_bits
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from ..config import DecoderConfig
 from ..depth_init import DepthScalePolicy
 from ..errors import MissingAdjointError, TokenError

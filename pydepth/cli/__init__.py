@@ -54,7 +54,7 @@ def _module(name: str) -> ModuleType:
 
 
 def _version() -> str:
-    from .._native._core import kernel_path
+    from .._native._runtime import kernel_path
     return f"pydepth {__version__} (core kernels: {kernel_path()})"
 
 

@@ -114,7 +114,7 @@ def load_torch_model(path: str, *, seed: int, dtype: str = "float32", depth_init
         if dtype not in ("float32", "float64"):
             raise ConfigError(f"dtype must be float32 or float64, got {dtype!r}")
         return _hf_model(path, seed, getattr(torch, dtype))
-    from .._native._core import SplitMix64
+    from .._native._rng import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
     from ..model import DecoderModel
     from ..torch import to_torch

@@ -53,7 +53,7 @@ def _observe(model: Any, tokens: np.ndarray, targets: np.ndarray, valid: Any, ba
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth observe``; returns the exit code."""
-    from .._native._core import SplitMix64
+    from .._native._rng import SplitMix64
     from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
     from . import _models, _observe_torch
     if _models.is_hf_source(args.config):

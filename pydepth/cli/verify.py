@@ -37,7 +37,7 @@ def _write(out: TextIO, result: Any, unit: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth verify``; returns 0 when every fixture matches, else 1."""
-    from .._native._core import kernel_path
+    from .._native._runtime import kernel_path
     from ..chapter.published import published_tables_path, verify_published
     from ..chapter.verify import load_fixtures, public_fixtures_path, verify_fixture
     from ..threads import get_num_threads, set_num_threads

@@ -14,7 +14,7 @@ __all__ = ["environment_section", "verify_section"]
 
 def _versions() -> List[Tuple[str, str]]:
     import numpy
-    from .._native._core import kernel_path
+    from .._native._runtime import kernel_path
     from ..threads import get_num_threads
     rows = [("pydepth", __version__), ("Python", platform.python_version()), ("numpy", numpy.__version__),
             ("machine", f"{platform.system()} {platform.machine()}"),

@@ -7,7 +7,7 @@ from typing import Tuple
 
 import numpy as np
 
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from ..depth_init import DepthInitializationBudget, FreshDepthInitialization
 from ..model import DecoderModel
 from .errors import SweepSpecError

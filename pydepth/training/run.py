@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union, cast
 
 from .. import checkpoint as _checkpoint
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from ..checkpoint import Checkpoint
 from ..config import DecoderConfig
 from ..depth_init import DepthInitializationBudget, DepthInitializationRecord, Fresh, initialize_depth_scaled

@@ -9,7 +9,7 @@ from typing import Any, ContextManager, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._native._core import SplitMix64
+from .._native._rng import SplitMix64
 from ..batch import Batch
 from ..config import DecoderConfig
 from ..errors import ConfigError, TokenError

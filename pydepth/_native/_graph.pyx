@@ -1,220 +1,26 @@
 # SPDX-License-Identifier: MIT
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The thin skin over pydepth's C core: buffers, lifetimes and the GIL. Policy lives in Python."""
+"""Parameters, models and recorded graphs over C memory: buffer views, the model locks (and the
+fork handlers that hold them), parameter buffers and draws, the model, the graph and its reverse pass."""
 from cpython.buffer cimport PyBUF_WRITABLE
-from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
-                               PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
+from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock,
+                               PyThread_release_lock, WAIT_LOCK)
 from libc.stdint cimport uint64_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport memcpy, memset
-from cpython.exc cimport PyErr_Occurred
+from libc.string cimport memcpy
 from ._cdefs cimport *
+from ._status cimport raise_status, _check_status
+from ._layout cimport _config
+from ._rng cimport SplitMix64
 import operator
 import os as _os
 import weakref as _weakref
-from ..errors import PydepthError as _PydepthError
-
-
-class CoreError(_PydepthError):
-    """A status from the C core; pydepth.errors turns it into a typed exception. One that
-    escapes untranslated is still a PydepthError and prints its status by name."""
-
-    def __init__(self, code, index=0, value=0.0, block=-1, node=-1):
-        super().__init__(code, index, value, block, node)
-        self.code = int(code)
-        self.index = int(index)
-        self.value = float(value)
-        self.block = int(block)
-        self.node = int(node)
-
-    def __str__(self):
-        name = {c: n for n, c in STATUS_CODES.items()}.get(self.code, "unknown status")
-        where = f", block {self.block}, node {self.node}" if self.block >= 0 or self.node >= 0 else ""
-        return f"pydepth core refused: {name} (status {self.code}), index {self.index}, value {self.value!r}{where}"
-
-
-cdef inline raise_status(pd_status st, pd_error *e):
-    raise CoreError(<int>st, e.index, e.value, e.block, e.node)
-
-
-def _status_table():
-    cdef int code
-    return {pd_status_name(code).decode(): code for code in range(PD_STATUS_COUNT)}
-
-
-def _node_kind_table():
-    cdef const char *ident
-    cdef const char *name
-    cdef const char *scope
-    cdef int kind
-    rows = []
-    for kind in range(PD_N_COUNT):
-        pd_node_kind_info(kind, &ident, &name, &scope)
-        rows.append((ident.decode(), name.decode(), scope.decode()))
-    return tuple(rows)
-
-
-#: Status identifier ("ERR_TOKEN") -> code, from the C table in csrc/pd_error.h.
-STATUS_CODES = _status_table()
-#: (identifier, trace name, scope) of every node kind, indexed by kind, from csrc/pd_nodes.h.
-NODE_KINDS = _node_kind_table()
-#: The kinds a record made for a training step keeps (the lean column of csrc/pd_nodes.h).
-KEPT_LEAN = frozenset(kind for kind in range(PD_N_COUNT) if pd_node_kept_lean(kind))
-#: The record modes of pd_graph_forward: residual sites only, every value, what a training step reads.
-RECORD_NONE, RECORD_ALL, RECORD_TRAINING = PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_TRAINING
-
-
-def _u64_state(name, value):
-    from .._checks import as_u64
-    from ..errors import GeneratorStateError
-    return as_u64(name, value, GeneratorStateError)
-
-
-cdef class SplitMix64:
-    """SplitMix64 generator; the seed is the raw state before the first draw."""
-    cdef pd_rng rng
-
-    def __init__(self, seed):
-        self.rng.state = <uint64_t>_u64_state("seed", seed)
-
-    @classmethod
-    def from_state(cls, state):
-        """A generator resuming from a recorded state."""
-        return cls(state)
-
-    @property
-    def state(self):
-        """The current 64-bit state as an int."""
-        return int(self.rng.state)
-
-    def next_u64(self):
-        """Advance once and return the mixed 64-bit output."""
-        return int(pd_rng_next_u64(&self.rng))
-
-    def next_unit_f64(self):
-        """Advance once and return (output >> 11) * 2**-53, in [0, 1)."""
-        return pd_rng_next_unit_f64(&self.rng)
-
-    def copy(self):
-        """An independent generator with the same state."""
-        return SplitMix64(int(self.rng.state))
-
-    def _set_state(self, state):
-        self.rng.state = <uint64_t>_u64_state("state", state)
-
-    def __eq__(self, other):
-        return isinstance(other, SplitMix64) and other.state == self.state
-
-    def __hash__(self):
-        return hash(("SplitMix64", int(self.rng.state)))
-
-    def __repr__(self):
-        return f"SplitMix64.from_state({int(self.rng.state)})"
-
-    def __reduce__(self):
-        return (SplitMix64, (int(self.rng.state),))
-
-
-def xavier_scale_raw(fan_in, fan_out):
-    """(fan_in, fan_out, target_variance, standard_deviation, uniform_limit) or CoreError."""
-    cdef pd_xavier_scale s
-    cdef pd_error e
-    cdef pd_status st = pd_xavier_scale_of(fan_in, fan_out, &s, &e)
-    if st != PD_OK:
-        raise_status(st, &e)
-    return (s.fan_in, s.fan_out, s.target_variance, s.standard_deviation, s.uniform_limit)
-
-
-def validate_name_raw(bytes name):
-    """Raises CoreError(index = byte offset) for an invalid parameter name."""
-    cdef pd_error e
-    cdef pd_status st = pd_validate_name(name, len(name), &e)
-    if st != PD_OK:
-        raise_status(st, &e)
-
-
-def config_check_rule(size_t index):
-    """The rule of the core's configuration check ``index`` (csrc/pd_decoder.h), or None."""
-    cdef const char *rule = pd_config_check_rule(index)
-    return None if rule == NULL else rule.decode()
-
-
-def parameter_count(tuple c):
-    """Total stored scalars of a configuration tuple, by the core's checked arithmetic."""
-    cdef pd_config cfg = _config(c)
-    cdef pd_error e
-    cdef size_t count
-    cdef pd_status st = pd_config_validate(&cfg, &e)
-    if st == PD_OK:
-        st = pd_config_parameter_count(&cfg, &count, &e)
-    if st != PD_OK:
-        raise_status(st, &e)
-    return count
-
-
-def parameter_tensor_count(tuple c):
-    """Number of parameter tensors of a configuration tuple (9 * layers + 2)."""
-    parameter_count(c)  # validates, and bounds layers
-    cdef pd_config cfg = _config(c)
-    return pd_param_tensor_count(&cfg)
-
-
-def parameter_layout(tuple c):
-    """(name, shape) of every parameter tensor of a configuration tuple, in declaration order."""
-    cdef pd_config cfg = _config(c)
-    cdef pd_error e
-    cdef size_t i, n, rank, length
-    cdef size_t dims[2]
-    cdef char buf[128]
-    cdef tuple shape
-    cdef pd_status st = pd_config_validate(&cfg, &e)
-    if st == PD_OK:
-        st = pd_config_parameter_count(&cfg, &n, &e)  # every shape below is then in range
-    if st != PD_OK:
-        raise_status(st, &e)
-    n = pd_param_tensor_count(&cfg)
-    out = []
-    for i in range(n):
-        pd_param_shape(&cfg, i, &rank, dims)
-        length = pd_param_name(&cfg, i, buf, sizeof(buf))
-        shape = tuple([dims[d] for d in range(rank)])
-        out.append((buf[:length].decode(), shape))
-    return tuple(out)
-
-
-def check_ids(const int64_t[:, ::1] ids not None, const uint8_t[::1] valid, size_t vocabulary_size,
-              bint targets=False):
-    """Raises the CoreError the forward (or, with targets=True, the loss) gives for the first id
-    outside [0, vocabulary_size) at a valid position; for callers that run no C model."""
-    cdef pd_error e
-    cdef size_t n = ids.shape[0] * ids.shape[1]
-    if valid is not None and <size_t>valid.shape[0] != n:
-        raise ValueError(f"validity has {valid.shape[0]} entries for {n} ids")
-    cdef pd_status st = PD_OK
-    cdef const uint8_t *vp = NULL
-    if valid is not None and n:
-        vp = &valid[0]
-    if n:
-        st = pd_check_ids(&ids[0, 0], vp, n, vocabulary_size, targets, &e)
-    if st != PD_OK:
-        raise_status(st, &e)
-
-
-cdef pd_config _config(tuple c):
-    cdef pd_config cfg
-    (cfg.vocabulary_size, cfg.model_width, cfg.heads, cfg.kv_heads, cfg.feed_forward_width,
-     cfg.layers, cfg.max_positions, cfg.rope_base, cfg.rms_epsilon) = c
-    return cfg
+from ._status import CoreError
+from . import _runtime  # noqa: F401 -- installs the interrupt check the passes poll
 
 
 cdef class _BufferView:
     """Exports a C buffer to numpy; holds its owner alive while any view exists."""
-    cdef object owner
-    cdef double *ptr
-    cdef Py_ssize_t *shape    # ndim sizes, then ndim strides, in one allocation: any rank
-    cdef Py_ssize_t *strides
-    cdef int ndim
-    cdef bint readonly
 
     def __dealloc__(self):
         free(self.shape)
@@ -265,8 +71,6 @@ cdef _BufferView _view(object owner, double *ptr, tuple shape, bint readonly=Tru
 cdef class _Lock:
     """One model's lock: reverse passes and every change of its parameters' values or gradients
     hold it, so an update never runs while a backward reads the values it would change."""
-    cdef PyThread_type_lock lock
-    cdef object __weakref__
 
     def __cinit__(self):
         self.lock = PyThread_allocate_lock()
@@ -308,9 +112,6 @@ if hasattr(_os, "register_at_fork"):
 
 cdef class _LockSet:
     """Several _Lock taken in one global order (by address), so holders of overlapping sets never deadlock."""
-    cdef PyThread_type_lock *locks
-    cdef Py_ssize_t n
-    cdef tuple held  # keeps every _Lock alive while the set exists
 
     def __cinit__(self, locks not None):
         self.held = tuple(sorted({id(l): l for l in locks if l is not None}.values(), key=id))
@@ -338,9 +139,6 @@ cdef class _LockSet:
 cdef class _Param:
     """Owns one parameter's value and gradient buffers and its value revision; changes hold the
     lock of the model(s) built over it (none before a model exists)."""
-    cdef pd_param p
-    cdef readonly tuple shape
-    cdef _Lock lock
 
     cdef _LockSet _locks(self):
         return _LockSet((self.lock,))
@@ -500,11 +298,6 @@ cdef class _Model:
     Reverse passes, gradient resets and parameter changes hold its lock (a _Lock its parameters
     share; parameters already owned by another model keep that model's lock and this one takes
     both), so gradient sums never race and no update runs under a reverse pass."""
-    cdef pd_model m
-    cdef pd_param **ptrs
-    cdef readonly list params
-    cdef bint ready
-    cdef _LockSet grad_lock
 
     def __cinit__(self, tuple c not None, list params not None):
         cdef pd_config cfg
@@ -545,31 +338,40 @@ cdef class _Model:
             self.grad_lock.release()
 
 
-cdef int _raise_pending() except -1:
-    return -1  # propagates the exception the interrupt check left set (KeyboardInterrupt)
-
-
-cdef int _check_status(pd_status st, pd_error *e) except -1:
-    if st == PD_OK:
-        return 0
-    if st == PD_ERR_INTERRUPTED and PyErr_Occurred() != NULL:
-        return _raise_pending()
-    raise_status(st, e)
-
-
 RELEASED = -1  # CoreError code for a graph used after release()
+
+
+cdef int _pass_mode(bint commit, object decide) except -1:
+    """pd_graph_backward_pass's mode: wait in place for decide, else commit now or wait for commit()."""
+    if decide is not None and not callable(decide):
+        raise TypeError(f"decide must be callable, got {type(decide).__name__}")
+    return PD_PASS_WAIT_IN_PLACE if decide is not None else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
+
+
+cdef class _Selection:
+    """The C arrays one reverse pass reads and writes, freed with it; held keeps the outputs exported."""
+
+    def __cinit__(self, size_t n):
+        self.n = n
+        self.blocks = <int *>malloc((n + 1) * sizeof(int))
+        self.kinds = <int *>malloc((n + 1) * sizeof(int))
+        self.outs = <double **>malloc((n + 1) * sizeof(double *))
+        self.found = <uint8_t *>calloc(n + 1, 1)
+        self.held = []
+        if self.blocks == NULL or self.kinds == NULL or self.outs == NULL or self.found == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.blocks); free(self.kinds); free(self.outs); free(self.found)
+
+    cdef list flags(self):
+        cdef size_t i
+        return [bool(self.found[i]) for i in range(self.n)]
 
 
 cdef class _Graph:
     """One recorded forward (and optional loss) over a _Model; freed with its last reference.
     C calls on the graph count as users: release() frees only once none runs and no view exists."""
-    cdef pd_graph g
-    cdef readonly _Model model
-    cdef bint alive
-    cdef public bint released
-    cdef int exports
-    cdef int busy        # C calls on the graph now running (changed only with the GIL held)
-    cdef int loss_state  # 0 none, 1 being attached, 2 attached
 
     def __cinit__(self, _Model model not None, const int64_t[:, ::1] ids not None,
                   const uint8_t[::1] valid=None, const size_t[::1] pos=None,
@@ -684,55 +486,57 @@ cdef class _Graph:
         the gradients known to be +0.0 while the model's lock stays held, decide(found) runs,
         and the pass is committed when it returns true and dropped when it returns false or
         raises; decide must not take the model's lock (no backward, zero_grad or assign)."""
-        cdef pd_error e
-        cdef pd_status st
-        cdef bint hold = decide is not None
-        cdef bint locked = False, waiting = False
-        cdef int mode = PD_PASS_WAIT_IN_PLACE if hold else (PD_PASS_COMMIT if commit else PD_PASS_WAIT)
-        if hold and not callable(decide):
-            raise TypeError(f"decide must be callable, got {type(decide).__name__}")
-        cdef size_t n = len(selected), rank, size
-        cdef size_t dims[4]
-        cdef int *blocks
-        cdef int *kinds
-        cdef double **outs
-        cdef uint8_t *found
-        cdef double[::1] buf
+        cdef int mode = _pass_mode(commit, decide)
+        cdef size_t n = len(selected)
+        cdef _Selection sel
         if <size_t>len(outputs) != n:
             raise ValueError(f"{n} selected values but {len(outputs)} output buffers")
         if self.loss_state != 2:
             raise CoreError(PD_ERR_NO_LOSS, 0)
         self._enter()
-        blocks = <int *>malloc((n + 1) * sizeof(int))
-        kinds = <int *>malloc((n + 1) * sizeof(int))
-        outs = <double **>malloc((n + 1) * sizeof(double *))
-        found = <uint8_t *>calloc(n + 1, 1)
-        held = []  # keeps every output buffer exported while C writes into it
         try:
-            if blocks == NULL or kinds == NULL or outs == NULL or found == NULL:
-                raise MemoryError()
-            for i in range(n):
-                blocks[i], kinds[i] = selected[i]
-                if not pd_graph_value_shape(&self.g, blocks[i], kinds[i], &rank, dims):
-                    raise ValueError(f"value {selected[i]} is not in this graph")
-                size = 1
-                for r in range(rank):
-                    size *= dims[r]
-                buf = outputs[i]
-                if <size_t>buf.shape[0] != size:
-                    raise ValueError(f"output {i} has {buf.shape[0]} entries, value {selected[i]} has {size}")
-                held.append(buf)
-                outs[i] = &buf[0]
+            sel = _Selection(n)
+            self._bind(sel, selected, outputs)
+            return self._reverse(sel, mode, decide)
+        finally:
+            self._leave()
+
+    cdef int _bind(self, _Selection sel, list selected, list outputs) except -1:
+        """Points sel at each selected value of this graph and at its output, checking the sizes."""
+        cdef size_t i, r, rank, size
+        cdef size_t dims[4]
+        cdef double[::1] buf
+        for i in range(sel.n):
+            sel.blocks[i], sel.kinds[i] = selected[i]
+            if not pd_graph_value_shape(&self.g, sel.blocks[i], sel.kinds[i], &rank, dims):
+                raise ValueError(f"value {selected[i]} is not in this graph")
+            size = 1
+            for r in range(rank):
+                size *= dims[r]
+            buf = outputs[i]
+            if <size_t>buf.shape[0] != size:
+                raise ValueError(f"output {i} has {buf.shape[0]} entries, value {selected[i]} has {size}")
+            sel.held.append(buf)
+            sel.outs[i] = &buf[0]
+        return 0
+
+    cdef list _reverse(self, _Selection sel, int mode, object decide):
+        """The pass under the model's lock; with decide, the lock stays held until it is committed or dropped."""
+        cdef pd_error e
+        cdef pd_status st
+        cdef bint hold = decide is not None
+        cdef bint locked = False, waiting = False
+        try:
             with nogil:
                 self.model.grad_lock.acquire()
                 locked = True
-                st = pd_graph_backward_pass(&self.g, n, blocks, kinds, outs, found, mode, &e)
+                st = pd_graph_backward_pass(&self.g, sel.n, sel.blocks, sel.kinds, sel.outs, sel.found, mode, &e)
                 waiting = hold and st == PD_OK
                 if not waiting:
                     self.model.grad_lock.release()
                     locked = False
             _check_status(st, &e)
-            flags = [bool(found[i]) for i in range(n)]
+            flags = sel.flags()
             if waiting and decide(flags):
                 with nogil:
                     st = pd_graph_commit(&self.g, &e)
@@ -744,8 +548,6 @@ cdef class _Graph:
                     if waiting:
                         pd_graph_discard(&self.g)  # still waiting: dropped, +0.0 written back
                     self.model.grad_lock.release()
-            free(blocks); free(kinds); free(outs); free(found)
-            self._leave()
 
     def discard(self):
         """Drops the pending reverse pass, if any, leaving the gradients as they are."""
@@ -773,158 +575,3 @@ cdef class _Graph:
             _check_status(st, &e)
         finally:
             self._leave()
-
-
-def matmul(str kind, const double[:, ::1] A not None, const double[:, ::1] B not None,
-           double[:, ::1] C not None, bint acc=False):
-    """Runs one core product kernel ('nn', 'nt', 'tn') on C-contiguous arrays (for tests)."""
-    cdef size_t M = C.shape[0], N = C.shape[1], K
-    cdef tuple want
-    if kind == "nn":
-        want = ((M, A.shape[1]), (A.shape[1], N))
-    elif kind == "nt":
-        want = ((M, A.shape[1]), (N, A.shape[1]))
-    elif kind == "tn":
-        want = ((A.shape[0], M), (A.shape[0], N))
-    else:
-        raise ValueError(f"unknown kernel kind {kind!r}")
-    got = ((A.shape[0], A.shape[1]), (B.shape[0], B.shape[1]))
-    if got != want:
-        raise ValueError(f"{kind}: A {got[0]} and B {got[1]} do not fit "
-                         f"C {(M, N)}; expected {want[0]} and {want[1]}")
-    if kind == "nn":
-        K = A.shape[1]
-        with nogil:
-            pd_mm_nn(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
-    elif kind == "nt":
-        K = A.shape[1]
-        with nogil:
-            pd_mm_nt(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
-    elif kind == "tn":
-        K = A.shape[0]
-        with nogil:
-            pd_mm_tn(M, K, N, &A[0, 0], A.shape[1], &B[0, 0], B.shape[1], &C[0, 0], N, acc)
-    else:
-        raise ValueError(f"unknown kernel kind {kind!r}")
-
-
-def set_num_threads(int n):
-    if not 1 <= n <= 1024:
-        raise ValueError(f"thread count must be in [1, 1024], got {n}")
-    pd_set_num_threads(n)
-
-
-def get_num_threads():
-    return pd_get_num_threads()
-
-
-def kernel_path():
-    return pd_kernel_path().decode()
-
-
-def force_kernel_path(str name):
-    return bool(pd_force_kernel_path(name.encode()))
-
-
-# ---- optimizers: one C call per step; Python owns the slots, the core owns the arithmetic
-
-cdef pd_sgd_hparams _sgd_hparams(tuple h):
-    cdef pd_sgd_hparams s
-    s.lr, s.momentum, s.weight_decay = h
-    return s
-
-
-cdef pd_adamw_hparams _adamw_hparams(tuple h):
-    cdef pd_adamw_hparams a
-    a.lr, a.beta1, a.beta2, a.eps, a.weight_decay = h
-    return a
-
-
-def optim_check(str kind, tuple hparams):
-    """Raises CoreError(PD_ERR_CONFIG, index = field) for a hyperparameter outside its domain."""
-    cdef pd_error e
-    cdef pd_sgd_hparams s
-    cdef pd_adamw_hparams a
-    cdef pd_status st
-    if kind == "sgd":
-        s = _sgd_hparams(hparams)
-        st = pd_sgd_check(&s, &e)
-    elif kind == "adamw":
-        a = _adamw_hparams(hparams)
-        st = pd_adamw_check(&a, &e)
-    else:
-        raise ValueError(f"unknown optimizer kind {kind!r}")
-    if st != PD_OK:
-        raise_status(st, &e)
-
-
-def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
-    """One update of every parameter: slots[i] is a tuple of writable float64 buffers of
-    params[i].size elements (SGD: (momentum,) or (); AdamW: (exp_avg, exp_avg_sq))."""
-    cdef Py_ssize_t n = len(params)
-    cdef pd_error e
-    cdef pd_status st
-    cdef pd_sgd_hparams s
-    cdef pd_adamw_hparams a
-    cdef double[::1] buf
-    cdef int is_sgd = kind == "sgd"
-    if not is_sgd and kind != "adamw":
-        raise ValueError(f"unknown optimizer kind {kind!r}")
-    if len(slots) != n:
-        raise CoreError(<int>PD_ERR_LAYOUT, len(slots), 0.0, -1, -1)
-    if is_sgd:
-        s = _sgd_hparams(hparams)
-    else:
-        a = _adamw_hparams(hparams)
-    cdef pd_optim_tensor *t = <pd_optim_tensor *>calloc(n + 1, sizeof(pd_optim_tensor))
-    if t == NULL:
-        raise MemoryError()
-    views = []  # keeps every exported buffer alive across the nogil call
-    cdef _LockSet held
-    try:
-        held = _LockSet([(<_Param?>p).lock for p in params])
-        for i in range(n):
-            t[i].param = &(<_Param?>params[i]).p
-            for k, obj in enumerate(slots[i]):
-                if k >= 2:
-                    raise CoreError(<int>PD_ERR_LAYOUT, i, 0.0, <int>i, <int>k + 1)
-                buf = obj
-                if <size_t>buf.shape[0] != t[i].param.size:
-                    raise CoreError(<int>PD_ERR_SHAPE, i, <double>buf.shape[0], <int>i, <int>k + 1)
-                views.append(buf)
-                if buf.shape[0]:  # an empty tensor's slot is never read
-                    t[i].slot[k] = &buf[0]
-                else:
-                    t[i].slot[k] = t[i].param.value
-        with nogil:
-            held.acquire()  # no reverse pass of a model over these parameters runs meanwhile
-            if is_sgd:
-                st = pd_sgd_step(t, n, &s, step, &e)
-            else:
-                st = pd_adamw_step(t, n, &a, step, &e)
-            held.release()
-        if st != PD_OK:
-            raise_status(st, &e)
-    finally:
-        free(t)
-
-
-cdef extern from "Python.h":
-    int _pending_signals "PyErr_CheckSignals" () noexcept  # no except clause: the error stays set
-    unsigned long PyThread_get_thread_ident() nogil
-
-cdef unsigned long _main_thread = PyThread_get_thread_ident()
-
-
-cdef int _interrupt_check() noexcept nogil:
-    """Runs pending signal handlers between blocks on the main thread (where Python runs them);
-    an exception they raise (KeyboardInterrupt) stays set and stops the C loop."""
-    cdef int r
-    if PyThread_get_thread_ident() != _main_thread:
-        return 0
-    with gil:
-        r = _pending_signals()
-    return r != 0
-
-
-pd_set_interrupt_check(_interrupt_check)

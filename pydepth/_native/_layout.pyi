@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: MIT
+"""Type hints for pydepth/_native/_layout.pyx: node kinds, record modes, configuration and layout."""
+from typing import FrozenSet, Optional, Tuple
+
+import numpy as np
+
+def validate_name_raw(name: bytes) -> None: ...
+def check_ids(ids: np.ndarray, valid: Optional[np.ndarray], vocabulary_size: int,
+              targets: bool = ...) -> None: ...
+def config_check_rule(index: int) -> Optional[str]: ...
+def parameter_count(c: tuple) -> int: ...
+def parameter_tensor_count(c: tuple) -> int: ...
+def parameter_layout(c: tuple) -> Tuple[Tuple[str, Tuple[int, ...]], ...]: ...
+
+NODE_KINDS: Tuple[Tuple[str, str, str], ...]
+KEPT_LEAN: FrozenSet[int]
+RECORD_NONE: int
+RECORD_ALL: int
+RECORD_TRAINING: int
