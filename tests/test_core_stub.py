@@ -11,9 +11,7 @@ import pydepth
 
 NATIVE = pathlib.Path(pydepth.__file__).parent / "_native"
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "pydepth" / "_native"
-#: pydepth.elementary is the typed face of _elementary; every other skin module has its stub.
-UNSTUBBED = {"_elementary"}
-MODULES = sorted(p.stem for p in SOURCE.glob("*.pyx") if p.stem not in UNSTUBBED)
+MODULES = sorted(p.stem for p in SOURCE.glob("*.pyx"))  # every skin module has its stub
 
 
 def _stub_names(module):
