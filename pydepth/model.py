@@ -221,7 +221,8 @@ class GraphValue:
         for _commit() (or are dropped by _discard()) so a caller can check adjoints first.
         With decide, decide(adjoints) runs while the pass waits (in the gradients known to be
         +0.0, under the model's lock) and the pass is committed if it returns True, dropped if
-        it returns False or raises; decide must not touch the model's gradients or values."""
+        it returns False or raises; decide must not touch the model's gradients or values
+        nor run its forward."""
         if self._kind != _nodes.LOSS:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
@@ -599,15 +600,19 @@ class DecoderModel:
         return tuple((p.name, p) for p in self._parameters)
 
     def state_dict(self) -> Dict[str, np.ndarray]:
-        """Name -> writable float64 copy of the values, in declaration order."""
-        return {p.name: p.snapshot() for p in self._parameters}
+        """Name -> writable float64 copy of the values, in declaration order, all taken between
+        two whole updates (an optimizer step on another thread never shows half done)."""
+        copies = [np.empty(p.shape) for p in self._parameters]
+        _graph.copy_values([p._p for p in self._parameters], [c.reshape(-1) for c in copies])
+        return {p.name: c for p, c in zip(self._parameters, copies)}
 
     def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> LoadResult:
         """Assigns values by name after checking every entry (shape, real dtype, finiteness);
         strict=True also refuses missing and unexpected names. Nothing changes on refusal."""
         arrays, missing, unexpected = _checked_state(self._config, state, strict)
-        for name, arr in arrays.items():
-            self._by_name[name].assign(arr)
+        # every value at once: a forward on another thread sees the old state or the new one
+        _graph.assign_all([self._by_name[n]._p for n in arrays],
+                          [np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in arrays.values()])
         return LoadResult(tuple(missing), tuple(unexpected))
 
     @classmethod

@@ -3,13 +3,15 @@
 schedules as plain callables of the step. The per-element arithmetic is docs/numerics-optimizers.md."""
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
-from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
+import threading
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, NoReturn, Optional, Tuple, Union
 
 import numpy as np
 
-from ._native import _optim, _translate
+from ._native import _graph, _optim, _translate
 from ._native._status import CoreError
 from . import elementary
 from ._checks import as_int, as_real
@@ -117,6 +119,27 @@ def _parameter_tuple(parameters: Any) -> Tuple[NamedParameter, ...]:
     return params
 
 
+class _InTurn:
+    """One optimizer's calls one at a time: another thread waits for its turn; the same thread
+    calling in again (from an lr schedule) is refused, since waiting for itself never ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: Optional[int] = None
+
+    @contextlib.contextmanager
+    def __call__(self, what: str) -> Iterator[None]:
+        if self._owner == threading.get_ident():
+            raise OptimizerStateError(f"{what} was called while this optimizer's own call runs on the "
+                                      "same thread (from its learning-rate schedule?)")
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._owner = None
+
+
 class Optimizer:
     """Base of the core-stepped optimizers: one C call updates every parameter, all or nothing."""
 
@@ -126,6 +149,7 @@ class Optimizer:
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float]) -> None:
         self._params = _parameter_tuple(parameters)
+        self._turn = _InTurn()
         self._lr = _learning_rate(lr)
         self._hyper = hyper
         self._step = 0
@@ -174,13 +198,20 @@ class Optimizer:
         return view
 
     def zero_grad(self) -> None:
-        """Resets every parameter's accumulated gradient to +0.0."""
-        for p in self._params:
-            p._p.zero_grad()
+        """Resets every parameter's accumulated gradient to +0.0, all at once (a step on another
+        thread runs wholly before or wholly after)."""
+        with self._turn("zero_grad()"):
+            _graph.zero_grads([p._p for p in self._params])
 
     def step(self) -> None:
         """One update of every parameter from its accumulated gradient. A result that would be
-        NaN or infinite refuses the whole step: no value, slot, revision or step count changes."""
+        NaN or infinite refuses the whole step: no value, slot, revision or step count changes.
+        Steps from several threads run one at a time, and forwards of the model wait for a step
+        (docs/numerics-concurrency.md, C7)."""
+        with self._turn("step()"):
+            self._step_alone()
+
+    def _step_alone(self) -> None:
         if self._step >= MAX_STEP:
             raise OptimizerStateError(f"{type(self).__name__} has taken {self._step} steps, the most it counts")
         lr = self._current_lr(self._step)
@@ -195,15 +226,21 @@ class Optimizer:
 
     def state_dict(self) -> Dict[str, Any]:
         """Copies of everything a resumed run needs: kind, hyperparameters, step, parameter
-        names and every slot (float64 arrays shaped like their parameters)."""
-        return {"optimizer": type(self).__name__, "hyperparameters": self.hyperparameters(),
-                "step": self._step, "parameters": [p.name for p in self._params],
-                "slots": {p.name: {s: a.copy() for s, a in zip(self.slot_names, self._slots[p.name])}
-                          for p in self._params}}
+        names and every slot (float64 arrays shaped like their parameters), as they are between
+        two whole steps."""
+        with self._turn("state_dict()"):
+            return {"optimizer": type(self).__name__, "hyperparameters": self.hyperparameters(),
+                    "step": self._step, "parameters": [p.name for p in self._params],
+                    "slots": {p.name: {s: a.copy() for s, a in zip(self.slot_names, self._slots[p.name])}
+                              for p in self._params}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores a state_dict() of the same kind over the same parameter names; everything
-        is checked before anything changes."""
+        is checked before anything changes; a step on another thread runs wholly before or after."""
+        with self._turn("load_state_dict()"):
+            self._load_alone(state)
+
+    def _load_alone(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, Mapping):
             raise OptimizerStateError(f"optimizer state must be a mapping, got {type(state).__name__}")
         missing = [k for k in ("optimizer", "hyperparameters", "step", "parameters", "slots") if k not in state]
@@ -230,6 +267,15 @@ class Optimizer:
         slots = _checked_slots(state["slots"], self._params, fresh.slot_names, fresh._nonnegative_slots)
         self._lr, self._hyper, self._step = fresh._lr, fresh._hyper, step
         self._slots = {n: tuple(np.ascontiguousarray(a) for a in s) for n, s in slots.items()}
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_turn"]  # a lock is this process's; a copy takes its turns afresh
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._turn = _InTurn()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._params)} tensors, step={self._step}, {self.hyperparameters()})"

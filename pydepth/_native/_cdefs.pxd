@@ -21,6 +21,17 @@ cdef extern from "pd_error.h":
         int node
     const char *pd_status_name(int code)
 
+cdef extern from "platform/pd_rwlock.h":
+    ctypedef struct pd_rwlock:
+        pass
+    pd_rwlock *pd_rwlock_new()
+    void pd_rwlock_free(pd_rwlock *l)
+    void pd_rwlock_lock_shared(pd_rwlock *l) nogil
+    void pd_rwlock_unlock_shared(pd_rwlock *l) nogil
+    void pd_rwlock_lock(pd_rwlock *l) nogil
+    void pd_rwlock_unlock(pd_rwlock *l) nogil
+    void pd_rwlock_reset(pd_rwlock *l)
+
 cdef extern from "pd_nodes.h":
     enum: PD_N_COUNT, PD_N_LOSS, PD_N_PER_TARGET_NLL
     int pd_node_kind_info(int kind, const char **ident, const char **name, const char **scope)

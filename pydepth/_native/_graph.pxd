@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The extension types of _graph.pyx, for the skin modules that cimport them (_optim.pyx).
-from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport uint8_t
-from ._cdefs cimport pd_param, pd_model, pd_graph
+from ._cdefs cimport pd_param, pd_model, pd_graph, pd_rwlock
 
 
 cdef class _BufferView:
@@ -15,16 +14,18 @@ cdef class _BufferView:
 
 
 cdef class _Lock:
-    cdef PyThread_type_lock lock
+    cdef pd_rwlock *lock
     cdef object __weakref__
 
 
 cdef class _LockSet:
-    cdef PyThread_type_lock *locks
+    cdef pd_rwlock **locks
     cdef Py_ssize_t n
     cdef tuple held  # keeps every _Lock alive while the set exists
     cdef void acquire(self) noexcept nogil
     cdef void release(self) noexcept nogil
+    cdef void acquire_shared(self) noexcept nogil
+    cdef void release_shared(self) noexcept nogil
 
 
 cdef class _Param:

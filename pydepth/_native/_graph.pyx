@@ -3,8 +3,6 @@
 """Parameters, models and recorded graphs over C memory: buffer views, the model locks (and the
 fork handlers that hold them), parameter buffers and draws, the model, the graph and its reverse pass."""
 from cpython.buffer cimport PyBUF_WRITABLE
-from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock,
-                               PyThread_release_lock, WAIT_LOCK)
 from libc.stdint cimport uint64_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy
@@ -69,18 +67,19 @@ cdef _BufferView _view(object owner, double *ptr, tuple shape, bint readonly=Tru
 
 
 cdef class _Lock:
-    """One model's lock: reverse passes and every change of its parameters' values or gradients
-    hold it, so an update never runs while a backward reads the values it would change."""
+    """One model's lock: forwards share it; reverse passes, optimizer steps and every change of
+    its parameters' values or gradients hold it alone, so no forward reads a half-updated value
+    and no update runs while a backward reads the values it would change."""
 
     def __cinit__(self):
-        self.lock = PyThread_allocate_lock()
+        self.lock = pd_rwlock_new()
         if self.lock == NULL:
             raise MemoryError()
         _LIVE_LOCKS.add(self)
 
     def __dealloc__(self):
         if self.lock != NULL:
-            PyThread_free_lock(self.lock)
+            pd_rwlock_free(self.lock)
 
 
 _LIVE_LOCKS = _weakref.WeakSet()
@@ -88,35 +87,45 @@ _FORK_HELD = []
 
 
 def _before_fork():
-    """os.fork() waits (GIL released) until no reverse pass or parameter change is in flight and
-    holds every model lock across it: a child never inherits a lock held by a thread it lacks,
-    nor a model halfway through a backward."""
+    """os.fork() waits (GIL released) until no pass or parameter change is in flight and holds
+    every model lock across it: a child never inherits a lock held by a thread it lacks, nor a
+    model halfway through a backward or a step."""
     cdef _Lock lk
     for lk in sorted(list(_LIVE_LOCKS), key=id):  # the global order of _LockSet
         with nogil:
-            PyThread_acquire_lock(lk.lock, WAIT_LOCK)
+            pd_rwlock_lock(lk.lock)
         _FORK_HELD.append(lk)
 
 
-def _after_fork():
-    """Releases what _before_fork took, in the parent and in the child."""
+def _after_fork_in_parent():
+    """Releases what _before_fork took."""
     cdef _Lock lk
     while _FORK_HELD:
         lk = _FORK_HELD.pop()
-        PyThread_release_lock(lk.lock)
+        pd_rwlock_unlock(lk.lock)
+
+
+def _after_fork_in_child():
+    """Every lock back to unlocked: the threads that waited on them do not exist in the child."""
+    cdef _Lock lk
+    while _FORK_HELD:
+        lk = _FORK_HELD.pop()
+        pd_rwlock_reset(lk.lock)
 
 
 if hasattr(_os, "register_at_fork"):
-    _os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+    _os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                         after_in_child=_after_fork_in_child)
 
 
 cdef class _LockSet:
-    """Several _Lock taken in one global order (by address), so holders of overlapping sets never deadlock."""
+    """Several _Lock taken in one global order (by address), so holders of overlapping sets never
+    deadlock; alone (acquire) or shared with other forwards (acquire_shared)."""
 
     def __cinit__(self, locks not None):
         self.held = tuple(sorted({id(l): l for l in locks if l is not None}.values(), key=id))
         self.n = len(self.held)
-        self.locks = <PyThread_type_lock *>malloc((self.n + 1) * sizeof(PyThread_type_lock))
+        self.locks = <pd_rwlock **>malloc((self.n + 1) * sizeof(pd_rwlock *))
         if self.locks == NULL:
             raise MemoryError()
         for i in range(self.n):
@@ -128,12 +137,22 @@ cdef class _LockSet:
     cdef void acquire(self) noexcept nogil:
         cdef Py_ssize_t i
         for i in range(self.n):
-            PyThread_acquire_lock(self.locks[i], WAIT_LOCK)
+            pd_rwlock_lock(self.locks[i])
 
     cdef void release(self) noexcept nogil:
         cdef Py_ssize_t i
         for i in range(self.n - 1, -1, -1):
-            PyThread_release_lock(self.locks[i])
+            pd_rwlock_unlock(self.locks[i])
+
+    cdef void acquire_shared(self) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            pd_rwlock_lock_shared(self.locks[i])
+
+    cdef void release_shared(self) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(self.n - 1, -1, -1):
+            pd_rwlock_unlock_shared(self.locks[i])
 
 
 cdef class _Param:
@@ -236,6 +255,75 @@ cdef class _Param:
             if self.p.grad[i] != 0.0:
                 return False
         return True
+
+
+cdef _LockSet _param_locks(list params):
+    return _LockSet([(<_Param?>p).lock for p in params])
+
+
+def zero_grads(list params not None):
+    """Every gradient of params to +0.0 under all their locks at once: no step sees some zeroed."""
+    cdef _LockSet held = _param_locks(params)
+    cdef _Param p
+    with nogil:
+        held.acquire()
+    try:
+        for p in params:
+            pd_grad_zero(&p.p)
+    finally:
+        with nogil:
+            held.release()
+
+
+def assign_all(list params not None, list values not None):
+    """Replaces the values of every parameter (sizes checked first) under all their locks at once,
+    so no forward sees some replaced and others not."""
+    cdef Py_ssize_t i, n = len(params)
+    cdef const double[::1] v
+    if len(values) != n:
+        raise ValueError(f"{n} parameters but {len(values)} value arrays")
+    views = [values[i] for i in range(n)]
+    for i in range(n):
+        v = views[i]
+        if <size_t>v.shape[0] != (<_Param?>params[i]).p.size:
+            raise ValueError(f"value array {i} has {v.shape[0]} entries, expected {(<_Param>params[i]).p.size}")
+    cdef _LockSet held = _param_locks(params)
+    with nogil:
+        held.acquire()
+    try:
+        for i in range(n):
+            v = views[i]
+            if v.shape[0]:
+                memcpy((<_Param>params[i]).p.value, &v[0], v.shape[0] * sizeof(double))
+            (<_Param>params[i]).p.revision += 1
+    finally:
+        with nogil:
+            held.release()
+
+
+def copy_values(list params not None, list outs not None):
+    """Copies every parameter's values into outs (writable buffers of their sizes) while no step
+    or value change runs, so the copies are the state between two whole updates."""
+    cdef Py_ssize_t i, n = len(params)
+    cdef double[::1] v
+    if len(outs) != n:
+        raise ValueError(f"{n} parameters but {len(outs)} output arrays")
+    views = [outs[i] for i in range(n)]
+    for i in range(n):
+        v = views[i]
+        if <size_t>v.shape[0] != (<_Param?>params[i]).p.size:
+            raise ValueError(f"output {i} has {v.shape[0]} entries, expected {(<_Param>params[i]).p.size}")
+    cdef _LockSet held = _param_locks(params)
+    with nogil:
+        held.acquire_shared()
+    try:
+        for i in range(n):
+            v = views[i]
+            if v.shape[0]:
+                memcpy(&v[0], (<_Param>params[i]).p.value, v.shape[0] * sizeof(double))
+    finally:
+        with nogil:
+            held.release_shared()
 
 
 def can_allocate(size_t n):
@@ -395,7 +483,9 @@ cdef class _Graph:
         if seg_start is not None:
             sp = &seg_start[0]
         with nogil:
+            model.grad_lock.acquire_shared()  # no step or value change runs under a forward
             st = pd_graph_forward(&self.g, &model.m, B, T, &ids[0, 0], vp, pp, sp, record, &e)
+            model.grad_lock.release_shared()
         _check_status(st, &e)
         self.alive = True
 
