@@ -20,8 +20,8 @@ from ._files.atomic import write_atomically
 from ._native._rng import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
-from .errors import (CheckpointError, CheckpointFormatError, CheckpointMismatchError, CheckpointVersionError,
-                     ConfigError, OptimizerError, OptimizerStateError, PydepthError,
+from .errors import (ArgumentTypeError, CheckpointError, CheckpointFormatError, CheckpointMismatchError,
+                     CheckpointVersionError, ConfigError, OptimizerError, OptimizerStateError, PydepthError,
                      StateDictError)
 from .model import DecoderModel
 from . import optim
@@ -69,31 +69,41 @@ def _pydepth_version() -> str:
     return __version__
 
 
+def _path(path: Any) -> str:
+    """The file name of a path argument, refused typed when it is neither str nor os.PathLike of str."""
+    name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"path must be a str or an os.PathLike of str, got {type(path).__name__} "
+                                f"{str(path)[:80]!r}")
+    return name
+
+
 def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthInitializedDecoder], *,
          optimizer: Optional[optim.Optimizer] = None, rng: Optional[SplitMix64] = None,
          record: Optional[DepthInitializationRecord] = None, step: Optional[int] = None,
          extra: Any = None) -> None:
     """Writes model (and optionally the optimizer, generator, record, step and JSON extra) to
     path atomically: a crash mid-write never leaves a partial file under path."""
+    path = _path(path)
     if isinstance(model, DepthInitializedDecoder):
         record = model.record if record is None else record
         model = model.model
     if not isinstance(model, DecoderModel):
-        raise TypeError(f"model must be a DecoderModel or DepthInitializedDecoder, got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a DecoderModel or DepthInitializedDecoder, got {type(model).__name__}")
     tensors = {p.name: p.snapshot() for p in model.parameters}
     meta: Dict[str, Any] = {"checkpoint_format": CHECKPOINT_FORMAT, "numerics_contract": NUMERICS_CONTRACT_VERSION,
                             "pydepth_version": _pydepth_version(), "config": model.config.to_dict(),
                             "record": None, "rng_state": None, "step": None, "optimizer": None, "extra": None}
     if record is not None:
         if not isinstance(record, DepthInitializationRecord):
-            raise TypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
+            raise ArgumentTypeError(f"record must be a DepthInitializationRecord, got {type(record).__name__}")
         if record.config != model.config:
             raise CheckpointMismatchError(f"record configuration {record.config} differs from the model's "
                                           f"{model.config}")
         meta["record"] = record.to_dict()
     if rng is not None:
         if not isinstance(rng, SplitMix64):
-            raise TypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+            raise ArgumentTypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
         meta["rng_state"] = str(rng.state)
     if step is not None:
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
@@ -108,7 +118,7 @@ def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthIni
         fh.write(header)
         for chunk in container.tensor_bytes(tensors):
             fh.write(chunk)
-    write_atomically(os.fspath(path), write)
+    write_atomically(path, write)
 
 
 def _encode_header(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> bytes:
@@ -128,7 +138,7 @@ def _encode_header(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> byte
 
 def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
     if not isinstance(optimizer, optim.Optimizer):
-        raise TypeError(f"optimizer must be a pydepth.optim optimizer, got {type(optimizer).__name__}")
+        raise ArgumentTypeError(f"optimizer must be a pydepth.optim optimizer, got {type(optimizer).__name__}")
     if len(optimizer.parameters) != len(model.parameters) or any(
             a is not b for a, b in zip(optimizer.parameters, model.parameters)):
         raise CheckpointMismatchError("the optimizer must update exactly this model's parameters, in order")
@@ -145,8 +155,9 @@ def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Di
 
 def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
     """Reads a checkpoint written by save(); every part is checked before the model is built."""
-    file = container.parse(container.read_regular_file(os.fspath(path)), os.fspath(path))
-    meta = _read_metadata(file.metadata, os.fspath(path))
+    path = _path(path)
+    file = container.parse(container.read_regular_file(path), path)
+    meta = _read_metadata(file.metadata, path)
     tensors = file.tensors
     try:
         config = DecoderConfig.from_dict(meta["config"]) if isinstance(meta["config"], Mapping) else None
@@ -166,6 +177,9 @@ def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
     step = meta["step"]
     if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
         raise CheckpointFormatError(f"{path}: metadata step must be a non-negative integer or null, got {step!r}")
+    if step is not None and optimizer_state is not None and optimizer_state["step"] != step:
+        raise CheckpointMismatchError(f"{path}: metadata step {step} disagrees with the optimizer's step "
+                                      f"{optimizer_state['step']}; a resume would count steps its updates never took")
     return Checkpoint(model, optimizer_state, rng, record, step, meta["extra"], meta["pydepth_version"],
                       meta["numerics_contract"])
 
@@ -295,6 +309,7 @@ def _record(path: Any, config: DecoderConfig, d: Any) -> Optional[DepthInitializ
 def _rng(path: Any, s: Any) -> Optional[SplitMix64]:
     if s is None:
         return None
-    if not isinstance(s, str) or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= 2**64:
+    # the length first: int() of a string of thousands of digits refuses (or takes quadratic time)
+    if not isinstance(s, str) or len(s) > 20 or not re.fullmatch(r"0|[1-9][0-9]*", s) or int(s) >= 2**64:
         raise CheckpointFormatError(f"{path}: metadata rng_state must be a decimal string in [0, 2**64), got {s!r}")
     return SplitMix64(int(s))

@@ -288,6 +288,13 @@ _A0 = "input activation RMS A_0"
 _G2L = "terminal residual-adjoint RMS G_2L"
 
 
+def _finite_ratio(site: int, label: str, what: str, rms: float, normalizer: float, ratio: float) -> None:
+    """Refuses a ratio that overflowed (finite RMS over a tiny normalizer), naming site and field."""
+    if not math.isfinite(ratio):
+        raise NonFiniteValueError(f"site {site} ({label}) {what} ratio {rms!r} / {normalizer!r} is {ratio!r}; "
+                                  "the RMS values span more than float64 can divide")
+
+
 def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequence[float], *,
                            valid_positions: int, width: int, band: BandLike = None,
                            labels: Optional[Sequence[str]] = None,
@@ -319,6 +326,8 @@ def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequenc
     rows = []
     for i, (a, g) in enumerate(zip(acts, grads)):
         ar, gr = a / a0, g / g_last
+        _finite_ratio(i, names[i], "activation", a, a0, ar)
+        _finite_ratio(i, names[i], "adjoint", g, g_last, gr)
         rows.append(ResidualHealthRow(site=i, label=names[i], activation_rms=a, adjoint_rms=g,
                                       activation_ratio=ar, adjoint_ratio=gr,
                                       activation_status=classify_ratio(ar, low_high),

@@ -211,7 +211,8 @@ class GraphValue:
 
     def backward_with_selected_adjoints(self, selected: Sequence[GraphValue]) -> List[Optional[np.ndarray]]:
         """One ordinary reverse pass that also returns the completed adjoints of the selected
-        values (None for a value that is not in this loss's graph)."""
+        values (None for a value of this model that is not in this loss's graph). A value of
+        another model raises ForeignRecordError before anything runs or is committed."""
         return self._reverse(selected, commit=True)
 
     def _reverse(self, selected: Sequence[GraphValue], *, commit: bool,
@@ -232,6 +233,9 @@ class GraphValue:
         for i, v in enumerate(selected):
             if not isinstance(v, GraphValue):
                 raise ArgumentTypeError(f"selected[{i}] must be a GraphValue, got {type(v).__name__}")
+            if v._record.model is not rec.model:
+                raise ForeignRecordError(f"selected[{i}] ({v.name}) was recorded by another model; "
+                                         "a loss has adjoints only for values of its own model")
             if v._record is rec and rec._graph.recorded:
                 shape = rec._shape(v._block, v._kind)
                 if shape is None:

@@ -3,11 +3,9 @@
 schedules as plain callables of the step. The per-element arithmetic is docs/numerics-optimizers.md."""
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
-import threading
-from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, NoReturn, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 import numpy as np
 
@@ -15,7 +13,8 @@ from ._native import _graph, _optim, _translate
 from ._native._status import CoreError
 from . import elementary
 from ._checks import as_int, as_real
-from .errors import InvalidHyperparameterError, OptimizerStateError
+from .threads import InTurn
+from .errors import ArgumentTypeError, InvalidHyperparameterError, OptimizerStateError, UnknownNameError
 from .model import NamedParameter
 
 Schedule = Callable[[int], float]
@@ -104,40 +103,20 @@ def _learning_rate(lr: Any) -> LearningRate:
 
 def _parameter_tuple(parameters: Any) -> Tuple[NamedParameter, ...]:
     if isinstance(parameters, NamedParameter) or not isinstance(parameters, Iterable):
-        raise TypeError("parameters must be an iterable of NamedParameter, e.g. model.parameters, "
-                        f"got {type(parameters).__name__}")
+        raise ArgumentTypeError("parameters must be an iterable of NamedParameter, e.g. model.parameters, "
+                                f"got {type(parameters).__name__} {str(parameters)[:80]!r}")
     params = tuple(parameters)
     if not params:
         raise OptimizerStateError("the optimizer got an empty parameter list")
     names = set()
     for i, p in enumerate(params):
         if not isinstance(p, NamedParameter):
-            raise TypeError(f"parameters[{i}] must be a NamedParameter, got {type(p).__name__}")
+            raise ArgumentTypeError(f"parameters[{i}] must be a NamedParameter, got {type(p).__name__} "
+                                    f"{str(p)[:80]!r}")
         if p.name in names:
             raise OptimizerStateError(f"parameter {p.name!r} appears twice (index {i})")
         names.add(p.name)
     return params
-
-
-class _InTurn:
-    """One optimizer's calls one at a time: another thread waits for its turn; the same thread
-    calling in again (from an lr schedule) is refused, since waiting for itself never ends."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: Optional[int] = None
-
-    @contextlib.contextmanager
-    def __call__(self, what: str) -> Iterator[None]:
-        if self._owner == threading.get_ident():
-            raise OptimizerStateError(f"{what} was called while this optimizer's own call runs on the "
-                                      "same thread (from its learning-rate schedule?)")
-        with self._lock:
-            self._owner = threading.get_ident()
-            try:
-                yield
-            finally:
-                self._owner = None
 
 
 class Optimizer:
@@ -149,7 +128,7 @@ class Optimizer:
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float]) -> None:
         self._params = _parameter_tuple(parameters)
-        self._turn = _InTurn()
+        self._turn = InTurn()
         self._lr = _learning_rate(lr)
         self._hyper = hyper
         self._step = 0
@@ -189,10 +168,13 @@ class Optimizer:
 
     def slot(self, name: str, slot: str) -> np.ndarray:
         """A read-only view of one state tensor, e.g. slot('final_norm.gain', 'exp_avg')."""
+        if not isinstance(name, str) or not isinstance(slot, str):
+            raise ArgumentTypeError(f"slot(name, slot) takes two strings, got {name!r:.80} and {slot!r:.80}")
         try:
             arr = self._slots[name][self.slot_names.index(slot)]
         except (KeyError, ValueError):
-            raise KeyError(f"no optimizer slot {name!r}.{slot!r}") from None
+            raise UnknownNameError(f"no optimizer slot {name!r}.{slot!r}; this optimizer keeps "
+                                   f"{list(self.slot_names)} for each of its {len(self._params)} parameters") from None
         view = arr.view()
         view.setflags(write=False)
         return view
@@ -250,11 +232,15 @@ class Optimizer:
             raise OptimizerStateError(f"state of a {state['optimizer']!r} optimizer cannot load into "
                                       f"{type(self).__name__}")
         names = [p.name for p in self._params]
-        if list(state["parameters"]) != names:
-            raise OptimizerStateError(f"optimizer state covers parameters {list(state['parameters'])}, "
+        if not isinstance(state["parameters"], (list, tuple)) or list(state["parameters"]) != names:
+            raise OptimizerStateError(f"optimizer state covers parameters {str(state['parameters'])[:200]}, "
                                       f"this optimizer {names}")
+        hyper = state["hyperparameters"]
+        if not isinstance(hyper, Mapping) or not all(isinstance(k, str) for k in hyper):
+            raise OptimizerStateError(f"optimizer hyperparameters must be a mapping of names to values, "
+                                      f"got {type(hyper).__name__} {str(hyper)[:80]!r}")
         try:
-            fresh = type(self)(self._params, **dict(state["hyperparameters"]))
+            fresh = type(self)(self._params, **dict(hyper))
         except TypeError as err:
             raise OptimizerStateError(f"optimizer hyperparameters {state['hyperparameters']!r}: {err}") from None
         try:
@@ -275,7 +261,7 @@ class Optimizer:
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._turn = _InTurn()
+        self._turn = InTurn()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._params)} tensors, step={self._step}, {self.hyperparameters()})"

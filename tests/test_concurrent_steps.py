@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Optimizer steps from several threads: every result equals some serial order of the same calls
 (docs/numerics-concurrency.md, C7). Small models, many trials, seconds in total."""
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -132,3 +136,52 @@ def test_zero_grad_and_load_state_dict_during_a_step_take_effect_before_or_after
         # load then step (count 1, the slots of one step) or step then load (count 0, zeros)
         slot = bits(opt.slot(model.parameters[0].name, "momentum_buffer"))
         assert (opt.step_count, slot.tobytes()) in ((1, one_step.tobytes()), (0, bits(np.zeros_like(slot)).tobytes()))
+
+
+FORK_DURING_STEPS = textwrap.dedent("""
+    import os, signal, threading, time
+    import numpy as np
+    from pydepth import DecoderConfig, DecoderModel, SplitMix64
+    from pydepth.optim import AdamW
+    model = DecoderModel(DecoderConfig(64, 32, 2, 64, 2, 16), SplitMix64(1))
+    ids = np.arange(16).reshape(1, 16)
+    model.loss(ids, ids).backward()
+    opt = AdamW(model.parameters, lr=1e-3)
+    stop = False
+
+    def busy():  # steps back to back: the optimizer's turn and the model lock are held most of the time
+        while not stop:
+            opt.step()
+
+    threading.Thread(target=busy, daemon=True).start()
+    hung = torn = 0
+    for k in range(10):
+        time.sleep(0.003 * (k % 4))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            before = opt.state_dict()["step"]
+            opt.step()
+            os.write(w, bytes([opt.step_count - before]))
+            os._exit(0)
+        os.close(w)
+        deadline = time.monotonic() + 5
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                hung += 1
+                break
+            time.sleep(0.002)
+        torn += os.read(r, 1) not in (b"\\x01", b"")
+        os.close(r)
+    stop = True
+    print("hung", hung, "torn", torn)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+def test_a_child_forked_while_another_thread_steps_can_step_its_own_copy():
+    out = subprocess.run([sys.executable, "-c", FORK_DURING_STEPS], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["hung", "0", "torn", "0"]

@@ -99,8 +99,9 @@ def _entry(path: str, name: str, info: Any, data_len: int) -> Tuple[Tuple[int, .
                                     "a pydepth "
                                     f"checkpoint holds {_DTYPE} (float64) tensors only")
     shape, offsets = info["shape"], info["data_offsets"]
-    if not isinstance(shape, list) or len(shape) > 8 or not all(_natural(d) for d in shape):
-        raise CheckpointFormatError(f"{path}: tensor {name!r} has shape {str(shape)[:80]}; expected a list of sizes")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(_natural(d) and d < 2**63 for d in shape):
+        raise CheckpointFormatError(f"{path}: tensor {name!r} has shape {str(shape)[:80]}; expected a list of "
+                                    "sizes below 2**63 (an array dimension's limit, even where another is 0)")
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(_natural(o) for o in offsets):
         raise CheckpointFormatError(f"{path}: tensor {name!r} has data_offsets {str(offsets)[:80]}")
     begin, end = offsets

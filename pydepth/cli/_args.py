@@ -103,10 +103,15 @@ def load_config(path: str) -> Any:
 
 
 def rows(name: str, values: Sequence[Any], batch: int) -> np.ndarray:
-    """Row-major values split into ``batch`` equal rows."""
+    """Row-major values split into ``batch`` equal rows of int64 (a value beyond int64 is refused,
+    named, before numpy would overflow converting it)."""
+    from ..errors import TokenError
     if not values or len(values) % batch:
         raise ValueError(f"{len(values)} {name} cannot be split into {batch} equal rows")
-    return np.array(values).reshape(batch, len(values) // batch)
+    for i, v in enumerate(values):
+        if not -2**63 <= v < 2**63:
+            raise TokenError(f"{name} value {v} at position {i} is outside the int64 range of token ids")
+    return np.array(values, dtype=np.int64).reshape(batch, len(values) // batch)
 
 
 def band(text: str) -> Any:

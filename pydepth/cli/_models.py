@@ -23,6 +23,8 @@ def _read_json(path: pathlib.Path) -> Any:
             return json.load(fh)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nests JSON too deeply to be a configuration") from None
 
 
 def is_hf_source(path: str) -> bool:
