@@ -10,7 +10,7 @@ import math
 import os
 from typing import IO, Any, Callable, Mapping, Optional, Sequence, Union
 
-from ...errors import ArgumentTypeError, TorchDependencyError
+from ..errors import ArgumentTypeError, TorchDependencyError
 
 __all__ = ["TensorBoardSink", "WandbSink", "MlflowSink", "JsonLinesSink", "CallableSink", "as_sinks"]
 
