@@ -196,6 +196,10 @@ class JaxAlreadyScaledError(JaxBridgeError, AlreadyScaledError):
     """A JAX model carries the mark of an earlier depth scaling (pass ``force=True`` to repeat it)."""
 
 
+class SinkDependencyError(PydepthError, ImportError):
+    """A metrics sink's logger (wandb, mlflow, tensorboard) is not installed."""
+
+
 class OptimizerError(PydepthError):
     """An optimizer cannot be built, step or load its state."""
 
