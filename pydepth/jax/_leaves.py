@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Tuple
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
 from ._deps import library_of
 
@@ -17,7 +17,8 @@ Rebuild = Callable[[Dict[str, Any]], Any]
 
 
 def _floating(leaf: Any) -> bool:
-    return hasattr(leaf, "dtype") and hasattr(leaf, "shape") and np.issubdtype(np.dtype(leaf.dtype), np.inexact)
+    # jnp's floating includes bfloat16 and fp8 (ml_dtypes), which numpy's inexact does not
+    return hasattr(leaf, "dtype") and hasattr(leaf, "shape") and bool(jnp.issubdtype(leaf.dtype, jnp.floating))
 
 
 def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:

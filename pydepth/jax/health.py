@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ArgumentTypeError, SiteSpecError
@@ -51,7 +52,7 @@ def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
 
 def _scalar_loss(adapter: Any, arrays: Any, batch: Any, dummies: Any) -> None:
     out = jax.eval_shape(lambda d: adapter.call(arrays, batch, d), dummies)
-    if not hasattr(out, "shape") or out.shape != () or not np.issubdtype(out.dtype, np.floating):
+    if not hasattr(out, "shape") or out.shape != () or not jnp.issubdtype(out.dtype, jnp.floating):
         raise ArgumentTypeError(f"loss_fn must return a floating scalar (the mean loss), got {out!r}")
 
 
