@@ -24,6 +24,7 @@ from ..health import (BandLike, BranchHealthRow, DepthHealthReport, check_band, 
                       valid_feature_rms)
 from ._deps import library_of, require_equinox, require_flax
 from ._masks import valid_mask
+from ._observer import ObserverCache, split_model
 from ._taps import masking, recording_shapes, stats_dummy_shape, tape_dummy_shape
 from .sites import ResidualSites, report_from_sums
 
@@ -32,11 +33,15 @@ __all__ = ["observe_residual_health", "residual_sums", "residual_tape", "SiteTap
 LossFn = Callable[[Any, Any], Any]
 
 
-def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
+def _check(loss_fn: LossFn, sites: ResidualSites) -> None:
     if not callable(loss_fn):
         raise ArgumentTypeError(f"loss_fn must be callable as loss_fn(model, batch), got {loss_fn!r}")
     if not isinstance(sites, ResidualSites):
         raise ArgumentTypeError(f"sites must be a pydepth.jax.ResidualSites, got {type(sites).__name__}")
+
+
+def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
+    _check(loss_fn, sites)
     library = library_of(model)
     if library == "linen":
         require_flax()
@@ -93,29 +98,59 @@ def observe_residual_health(loss_fn: LossFn, model: Any, batch: Any, *, sites: R
     0 for padding) says otherwise; the blocks must then see ``[batch, tokens, width]``. ``band`` is the
     inclusive ratio band (default the chapter's). ``method="sums"`` (default) reduces on the
     device; ``method="tape"`` (unscanned models, loss not vmapped over the batch) fetches full
-    tensors and uses the core's RMS arithmetic. ``jit`` compiles the reverse pass. Nothing in
-    ``model`` changes and no weight gradient is computed."""
+    tensors and uses the core's RMS arithmetic. ``jit`` compiles the reverse pass once per
+    (``loss_fn``, ``sites``, model structure), and ``jax.jit`` once per shape, dtype and
+    sharding of the arrays: pass the same ``loss_fn`` object in a loop and later calls only run.
+    Nothing in ``model`` changes and no weight gradient is computed."""
     low_high = check_band(band)
     if method not in ("sums", "tape"):
         raise ArgumentTypeError(f"method must be 'sums' or 'tape', got {method!r}")
     if not isinstance(jit, bool):
         raise ArgumentTypeError(f"jit must be a bool, got {jit!r}")
     valid = valid_mask(mask, segment_ids, concrete=True)
-    adapter = _adapter(loss_fn, model, sites)
     if method == "tape":
+        adapter = _adapter(loss_fn, model, sites)
         tape = _tape(adapter, batch, jit)
         gains, final = adapter.gains()
         return _report_from_tape(tape, sites, low_high, gains, final, valid)
-    adapter.prepare(batch)
-
-    def sums(arrays: Any, b: Any, v: Any) -> Any:
-        return _cotangents(adapter, arrays, b, stats_dummy_shape(), v)
-
-    fn = jax.jit(sums) if jit else sums
-    result = np.asarray(fn(adapter.arrays(), batch, valid), dtype=np.float64)
-    gains, final = adapter.gains()
+    _check(loss_fn, sites)
+    library = library_of(model)
+    arrays, static, rebuild = split_model(library, model)
+    entry = _CACHE.get((loss_fn, sites, library, static), lambda: _Compiled(loss_fn, sites, rebuild, jit)) \
+        if jit else _Compiled(loss_fn, sites, rebuild, jit)
+    result = np.asarray(entry.fn(arrays, batch, valid), dtype=np.float64)
+    gains, final = entry.gains(model, result.shape[0])
     return report_from_sums(result, attention=sites.attention is not None, band=low_high, gains=gains,
                             final_norm_gain=final)
+
+
+_CACHE = ObserverCache()
+
+
+class _Compiled:
+    """The sums of one (loss function, sites, model structure), jitted once; the blocks a Linen
+    trace found are kept for reading the norm gains."""
+
+    def __init__(self, loss_fn: LossFn, sites: ResidualSites, rebuild: Callable[[Any], Any], jit: bool) -> None:
+        self.loss_fn, self.sites, self.rebuild = loss_fn, sites, rebuild
+        self.found: Any = None
+        self.fn = jax.jit(self._sums) if jit else self._sums
+
+    def _sums(self, arrays: Any, batch: Any, valid: Any) -> Any:
+        adapter = _adapter(self.loss_fn, self.rebuild(arrays), self.sites)
+        adapter.prepare(batch)
+        self.found = getattr(adapter, "found", None)
+        return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape(), valid)
+
+    def gains(self, model: Any, layers: int) -> Tuple[Any, Tuple[float, ...]]:
+        """Per-block norm gains and the final norm's, read on the host when the sites name norms."""
+        s = self.sites
+        if not (s.attention_norm or s.mid_norm or s.final_norm):
+            return [((), ())] * layers, ()
+        adapter = _adapter(self.loss_fn, model, s)
+        if self.found is not None:
+            adapter.adopt(self.found)
+        return adapter.gains()
 
 
 @dataclass(frozen=True)
