@@ -25,7 +25,8 @@ from ..health import (BandLike, BranchHealthRow, DepthHealthReport, check_band, 
 from ._deps import library_of, require_equinox, require_flax
 from ._masks import valid_mask
 from ._observer import ObserverCache, split_model
-from ._taps import masking, recording_shapes, stats_dummy_shape, tape_dummy_shape
+from ._probe import added_multiplier
+from ._taps import masking, recording_shapes, stats_dummy_shape, tape_dummy_shape, tapping
 from .sites import ResidualSites, report_from_sums
 
 __all__ = ["observe_residual_health", "residual_sums", "residual_tape", "SiteTape"]
@@ -55,17 +56,23 @@ def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
     return EquinoxAdapter(loss_fn, model, sites)
 
 
-def _scalar_loss(adapter: Any, arrays: Any, batch: Any, dummies: Any) -> None:
-    out = jax.eval_shape(lambda d: adapter.call(arrays, batch, d), dummies)
+def _probe(adapter: Any, arrays: Any, batch: Any, dummies: Any) -> float:
+    """Checks the loss is a floating scalar and returns the blocks' residual multiplier of the
+    attention output (1.0 for a plain residual; see :mod:`._probe`)."""
+    with tapping(probing=True):
+        closed, out = jax.make_jaxpr(lambda d: adapter.call(arrays, batch, d), return_shape=True)(dummies)
     if not hasattr(out, "shape") or out.shape != () or not jnp.issubdtype(out.dtype, jnp.floating):
         raise ArgumentTypeError(f"loss_fn must return a floating scalar (the mean loss), got {out!r}")
+    attention = adapter.sites.attention
+    return 1.0 if attention is None else added_multiplier(closed, attention)
 
 
 def _cotangents(adapter: Any, arrays: Any, batch: Any, shape: Tuple[int, ...], valid: Optional[Any] = None) -> Any:
     dummies = adapter.zeros(shape)
     with masking(valid):
-        _scalar_loss(adapter, arrays, batch, dummies)
-        grads = jax.grad(lambda d: adapter.call(arrays, batch, d))(dummies)
+        multiplier = _probe(adapter, arrays, batch, dummies)
+        with tapping(multiplier=multiplier):
+            grads = jax.grad(lambda d: adapter.call(arrays, batch, d))(dummies)
     return adapter.to_blocks(grads)
 
 
