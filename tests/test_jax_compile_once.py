@@ -29,7 +29,8 @@ def models():
     nnx_model, nnx_loss, _ = M.nnx_model(True, 2)
     eqx_model, eqx_loss, _ = M.eqx_model(False, 2)
     norms = {"attention_norm": "attention_norm", "mid_norm": "mlp_norm"}
-    return [(variables, linen_loss, ResidualSites("decoder", "attention", layer_axis=1, final_norm="final_norm", **norms)),
+    linen_sites = ResidualSites("decoder", "attention", layer_axis=1, final_norm="final_norm", **norms)
+    return [(variables, linen_loss, linen_sites),
             (nnx_model, nnx_loss, ResidualSites("layers", "attention", layer_axis=0, **norms)),
             (eqx_model, eqx_loss, ResidualSites("layers", "attention", **norms))]
 
