@@ -11,7 +11,9 @@ import jax.numpy as jnp
 
 from ._deps import library_of
 
-__all__ = ["named_leaves"]
+__all__ = ["named_leaves", "MARK"]
+
+MARK = "pydepth_depth_scalings"  # the Linen params key and NNX attribute name of the depth-scaling mark
 
 Rebuild = Callable[[Dict[str, Any]], Any]
 
@@ -34,7 +36,7 @@ def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:
         tree = model
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
     names = [jax.tree_util.keystr(path) for path, _ in flat]
-    leaves = [(n, leaf) for n, (_, leaf) in zip(names, flat) if _floating(leaf)]
+    leaves = [(n, leaf) for n, (_, leaf) in zip(names, flat) if _floating(leaf) and MARK not in n]
 
     def rebuild(new: Dict[str, Any]) -> Any:
         values = [new.get(n, leaf) for n, (_, leaf) in zip(names, flat)]

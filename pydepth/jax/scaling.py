@@ -8,7 +8,9 @@ layer index of an unrolled block's tensor; without a group the tensor is a stack
 one whose layer axis is ``layer_axis`` and each of whose slices gets its layer's factor. Any
 floating dtype is scaled (float64, float32, bfloat16, fp8): each product is numpy's float64
 multiplication rounded once to the tensor's dtype (:func:`scaled_product`). A mark travels
-with the model — a ``pydepth`` collection in Linen variables, a ``DepthScalingMark``
+with the model — a zero float leaf ``pydepth_depth_scalings`` in Linen ``params`` whose length
+is the count (so ``jax.grad`` over the variables, a Flax ``TrainState``, optimizers with weight
+decay and checkpoints of the params carry it), a ``DepthScalingMark``
 variable on an NNX module, a ``DepthScaledModule`` wrapper around an Equinox module — and a
 repeat is refused with :class:`pydepth.JaxAlreadyScaledError` unless ``force=True``.
 """
@@ -25,12 +27,11 @@ import numpy as np
 
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import ArgumentTypeError, JaxAlreadyScaledError, ScalingSchemeError
-from ._leaves import named_leaves
+from ._leaves import MARK, named_leaves
 
 __all__ = ["apply_depth_scaling", "scaling_count", "Selected", "select_projections", "depth_scaled_class",
            "scaled_product", "MARK"]
 
-MARK = "pydepth_depth_scalings"  # Linen collection key and NNX attribute name of the mark
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,10 @@ class _Marks:
     @staticmethod
     def count(model: Any, library: str) -> int:
         if library == "flax-linen":
-            return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))
+            mark = dict(model["params"]).get(MARK)
+            if mark is not None:
+                return int(np.shape(mark)[0])
+            return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))  # the earlier int32 collection
         if library == "flax-nnx":
             mark = getattr(model, MARK, None)
             return int(np.asarray(mark[...])) if mark is not None else 0
@@ -125,7 +129,10 @@ class _Marks:
     @staticmethod
     def put(model: Any, library: str, count: int, record: DepthScalingRecord, history: Tuple[Any, ...]) -> Any:
         if library == "flax-linen":
-            return {**dict(model), "pydepth": {MARK: jnp.asarray(count, dtype=jnp.int32)}}
+            # zeros whose length is the count: a float leaf jax.grad takes, that optimizers and weight
+            # decay leave at zero, inside params so TrainState(params=...) and checkpoints carry it
+            rest = {k: v for k, v in dict(model).items() if k != "pydepth"}
+            return {**rest, "params": {**dict(model["params"]), MARK: jnp.zeros((count,), dtype=jnp.float32)}}
         if library == "flax-nnx":
             setattr(model, MARK, _nnx_mark()(jnp.asarray(count, dtype=jnp.int32)))
             return model
@@ -142,8 +149,8 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
                         depth: Optional[int] = None, layer_axis: Optional[int] = None,
                         force: bool = False) -> Tuple[Any, DepthScalingRecord]:
     """Multiplies the residual output projections ``patterns`` select by their layer's factor
-    under ``scheme`` and returns ``(model, record)``: new Linen variables (with the mark in a
-    ``pydepth`` collection), the same NNX module updated in place, or a new Equinox module
+    under ``scheme`` and returns ``(model, record)``: new Linen variables (with the mark in
+    ``params``), the same NNX module updated in place, or a new Equinox module
     wrapped in ``DepthScaledModule`` (:func:`depth_scaled_class`). ``layer_axis`` is the layer axis of
     stacked tensors (e.g.
     ``param_scan_axis`` of a Linen ``nn.scan``). Every factor is checked before any value
