@@ -4,21 +4,27 @@
 params stacked on axis 1), Flax NNX (nnx.vmap + nnx.scan) and Equinox (filter_vmap +
 lax.scan, the batch vmapped in the loss).
 
-    cd /tmp && python /path/to/benchmarks/bench_jax_observe.py [--repeats 9] [--width 128]
+    cd /tmp && python /path/to/benchmarks/bench_jax_observe.py [--repeats 9] [--width 256 --layers 12]
+        [--libraries flax-linen]
 
-Both sides are compiled once (a warm-up each) and timed interleaved, with
+Every side is compiled once (a warm-up each) and timed interleaved, with
 ``block_until_ready``:
 
 * ``step``: ``jax.jit(jax.value_and_grad(loss))`` with respect to every parameter;
-* ``observe``: ``jax.jit`` of :func:`pydepth.jax.residual_sums` (the reverse pass with respect to
-  the site dummies only), plus turning its ``[L, 3, 5]`` sums into the report on the host.
+* ``sums``: ``jax.jit`` of :func:`pydepth.jax.residual_sums` (the reverse pass with respect to
+  the site dummies only), plus turning its ``[L, 3, 5]`` sums into the report on the host;
+* ``public``: the public :func:`pydepth.jax.observe_residual_health` as a loop calls it (its
+  compiled observer cached after the warm-up).
 
-Prints medians, the ratio and every sample (float64, x64 on).
+Prints the machine's no-FMA multiply-add line (bench_peak.py), medians, the ratios and every
+sample (float64, x64 on).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import sys
 import time
@@ -33,7 +39,7 @@ import equinox as eqx  # noqa: E402
 import flax.linen as nn  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from pydepth.jax import ResidualSites, report_from_sums, residual_sums  # noqa: E402
+from pydepth.jax import ResidualSites, observe_residual_health, report_from_sums, residual_sums  # noqa: E402
 
 F64 = jnp.float64
 
@@ -180,7 +186,7 @@ def _compiled(library: str, loss_fn: Callable, model: Any, sites: ResidualSites)
 
 
 def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str, Any]:
-    """Medians of the step and of the observation (sums + host report), interleaved."""
+    """Medians of the step, of the sums in a jit (+ host report) and of the public call, interleaved."""
     tokens = jax.random.randint(jax.random.PRNGKey(3), (args.batch, args.tokens), 0, args.vocab)
     loss_fn, model, sites = case(args.vocab, args.width, args.heads, args.layers, tokens)
     step, observe = _compiled(library, loss_fn, model, sites)
@@ -191,16 +197,40 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
     def run_observe() -> None:
         report_from_sums(jax.device_get(observe(tokens)), attention=True)
 
-    run_step(), run_observe()  # compile both
-    steps: List[float] = []
-    observes: List[float] = []
+    def run_public() -> None:
+        observe_residual_health(loss_fn, model, tokens, sites=sites)
+
+    samples: Dict[str, List[float]] = {"step": [], "sums": [], "public": []}
+    sides = (("step", run_step), ("sums", run_observe), ("public", run_public))
+    for _, fn in sides:
+        fn()  # compile each
     for _ in range(args.repeats):
-        for fn, out in ((run_step, steps), (run_observe, observes)):
+        for name, fn in sides:
             t0 = time.perf_counter()
             fn()
-            out.append(time.perf_counter() - t0)
-    s, o = statistics.median(steps), statistics.median(observes)
-    return {"library": library, "step_s": s, "observe_s": o, "ratio": o / s, "steps": steps, "observes": observes}
+            samples[name].append(time.perf_counter() - t0)
+    med = {name: statistics.median(v) for name, v in samples.items()}
+    return {"library": library, "step_s": med["step"], "observe_s": med["sums"], "public_s": med["public"],
+            "ratio": med["sums"] / med["step"], "public_ratio": med["public"] / med["step"], "samples": samples}
+
+
+def peak_line() -> str:
+    """The machine line: bench_peak.py's no-FMA multiply-add rate on one thread."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_peak import PeakError, machine_peak
+    try:
+        peak = machine_peak([1])
+    except PeakError as exc:
+        return f"machine peak unavailable ({exc})"
+    return f"machine peak (bench_peak.py, {peak['isa']}, 1 thread): {peak['gflops'][1]:.1f} GFLOP/s mul + add, no FMA"
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "unknown CPU")
+    except OSError:
+        return "unknown CPU"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -213,15 +243,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=1024)
+    ap.add_argument("--libraries", default="flax-linen,flax-nnx,equinox", help="comma-separated subset")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
+    print(f"{platform.processor() or platform.machine()}, {_cpu_name()}; {peak_line()}")
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64; width {args.width}, {args.layers} layers, "
           f"{args.heads} heads, vocabulary {args.vocab}, batch {args.batch} x {args.tokens} tokens")
-    rows = [measure(name, case, args) for name, case in
-            (("flax-linen", linen_case), ("flax-nnx", nnx_case), ("equinox", equinox_case))]
-    print(f"{'library':<11} {'step ms':>9} {'observe ms':>11} {'observe/step':>13}")
+    cases = {"flax-linen": linen_case, "flax-nnx": nnx_case, "equinox": equinox_case}
+    rows = [measure(name, cases[name], args) for name in args.libraries.split(",")]
+    print(f"{'library':<11} {'step ms':>9} {'sums ms':>9} {'public ms':>10} {'sums/step':>10} {'public/step':>12}")
     for r in rows:
-        print(f"{r['library']:<11} {1e3 * r['step_s']:9.2f} {1e3 * r['observe_s']:11.2f} {r['ratio']:13.2f}")
+        print(f"{r['library']:<11} {1e3 * r['step_s']:9.2f} {1e3 * r['observe_s']:9.2f} {1e3 * r['public_s']:10.2f} "
+              f"{r['ratio']:10.2f} {r['public_ratio']:12.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "rows": rows}, fh, indent=1)

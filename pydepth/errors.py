@@ -192,8 +192,16 @@ class SiteSpecError(JaxBridgeError, ValueError):
     submodule, a layer axis the leaves do not have, a site seen twice or never)."""
 
 
+class JaxMonitorSettingError(JaxBridgeError, ValueError):
+    """A JAX health monitor setting is out of range (``every`` not a positive integer)."""
+
+
 class JaxAlreadyScaledError(JaxBridgeError, AlreadyScaledError):
     """A JAX model carries the mark of an earlier depth scaling (pass ``force=True`` to repeat it)."""
+
+
+class SinkDependencyError(PydepthError, ImportError):
+    """A metrics sink's logger (wandb, mlflow, tensorboard) is not installed."""
 
 
 class OptimizerError(PydepthError):

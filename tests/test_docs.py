@@ -154,9 +154,7 @@ def test_the_sweep_store_page_lists_the_columns_the_report_fields_declare_in_sto
 
 
 def test_the_training_health_page_lists_the_metrics_the_report_fields_declare():
-    from conftest import need_extra
-    need_extra("torch")
-    from pydepth.torch.callbacks import metric_table
+    from pydepth.monitoring import metric_table
     documented = _markdown_table((ROOT / "docs" / "training-health.md").read_text(), "| metric | unit | meaning |")
     assert documented == [(f"`{m}`", unit, meaning) for m, unit, meaning in metric_table()]
 

@@ -95,7 +95,8 @@ def test_a_repeat_is_refused_in_each_library_unless_forced(name):
 def test_the_linen_mark_lives_in_the_variables_and_apply_still_runs():
     _module, variables, loss_fn, _ = M.linen_model(True, LAYERS)
     scaled, _ = apply_depth_scaling(variables, patterns=case("linen-scanned")[1], layer_axis=1)
-    assert int(scaled["pydepth"]["pydepth_depth_scalings"]) == 1 and "pydepth" not in variables
+    assert scaled["params"]["pydepth_depth_scalings"].shape == (1,)
+    assert "pydepth_depth_scalings" not in variables["params"]
     assert np.isfinite(float(jax.jit(loss_fn)(scaled, M.tokens())))
 
 

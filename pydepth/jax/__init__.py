@@ -12,10 +12,12 @@ require_jax()
 
 from ..bridge.schemes import SCHEMES, DepthScalingRecord, InitializationAudit, scheme_factors  # noqa: E402
 from .audit import audit_initialization, identify_scheme  # noqa: E402
+from .monitor import JaxHealthMonitor  # noqa: E402
 from .health import SiteTape, observe_residual_health, residual_sums, residual_tape  # noqa: E402
 from .scaling import apply_depth_scaling, scaling_count  # noqa: E402
 from .sites import ResidualSites, report_from_sums  # noqa: E402
 
 __all__ = ["ResidualSites", "observe_residual_health", "residual_sums", "residual_tape", "SiteTape",
            "report_from_sums", "SCHEMES", "scheme_factors", "apply_depth_scaling", "scaling_count",
-           "DepthScalingRecord", "audit_initialization", "identify_scheme", "InitializationAudit"]
+           "DepthScalingRecord", "audit_initialization", "identify_scheme", "InitializationAudit",
+           "JaxHealthMonitor"]

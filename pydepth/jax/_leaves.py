@@ -7,17 +7,20 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Tuple
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
 from ._deps import library_of
 
-__all__ = ["named_leaves"]
+__all__ = ["named_leaves", "MARK"]
+
+MARK = "pydepth_depth_scalings"  # the Linen params key and NNX attribute name of the depth-scaling mark
 
 Rebuild = Callable[[Dict[str, Any]], Any]
 
 
 def _floating(leaf: Any) -> bool:
-    return hasattr(leaf, "dtype") and hasattr(leaf, "shape") and np.issubdtype(np.dtype(leaf.dtype), np.inexact)
+    # jnp's floating includes bfloat16 and fp8 (ml_dtypes), which numpy's inexact does not
+    return hasattr(leaf, "dtype") and hasattr(leaf, "shape") and bool(jnp.issubdtype(leaf.dtype, jnp.floating))
 
 
 def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:
@@ -33,7 +36,7 @@ def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:
         tree = model
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
     names = [jax.tree_util.keystr(path) for path, _ in flat]
-    leaves = [(n, leaf) for n, (_, leaf) in zip(names, flat) if _floating(leaf)]
+    leaves = [(n, leaf) for n, (_, leaf) in zip(names, flat) if _floating(leaf) and MARK not in n]
 
     def rebuild(new: Dict[str, Any]) -> Any:
         values = [new.get(n, leaf) for n, (_, leaf) in zip(names, flat)]

@@ -69,6 +69,11 @@ class LinenAdapter:
         self.found = self.discover(self.variables, batch)
         self.layers = self._count(self.variables, self.found)
 
+    def adopt(self, found: List[Tuple[Path, Tuple[int, ...]]]) -> None:
+        """Takes the blocks an earlier trace of the same loss found, without tracing again."""
+        self.found = found
+        self.layers = self._count(self.variables, found)
+
     def site_shapes(self) -> List[Tuple[int, ...]]:
         """The residual shape each block saw (layer order)."""
         return [shape for _, shape in self.found]

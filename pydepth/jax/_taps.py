@@ -3,11 +3,13 @@
 site as the cotangent of a zero dummy leaf travelling with the parameters.
 
 A block's dummy has rows ``(input, mid, output)``. In sums mode (dummy ``[3, 5]``) a row's
-cotangent is ``[Σx², Σg², elements, Σbranch², positions]``; in tape mode (dummy ``[3, 2, *x]``)
+cotangent is ``[Σx², Σg², elements, Σbranch², positions]`` over the positions the mask keeps
+(every position without one; padding is selected away before squaring); in tape mode (dummy ``[3, 2, *x]``)
 it is the activation and its adjoint in full. Cotangents of a shared leaf add up, so ``scan``
 stacks them per layer, ``vmap`` and sharded batches sum them, and ``remat`` recomputes them.
-The mid residual is the block input plus the attention submodule's output; its adjoint is the
-cotangent of that output.
+The mid residual is the block input plus the attention submodule's output (times the block's
+constant residual multiplier, when a probe trace found one); its adjoint is the cotangent of
+that output (divided by the multiplier).
 """
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import SiteSpecError
+from ._probe import mark
 from .sites import ResidualSites
 
-__all__ = ["ROWS", "STATS", "run_block", "run_attention", "recording_shapes", "stats_dummy_shape",
-           "tape_dummy_shape"]
+__all__ = ["ROWS", "STATS", "run_block", "run_attention", "recording_shapes", "masking", "tapping",
+           "stats_dummy_shape", "tape_dummy_shape"]
 
 ROWS = ("input", "mid", "output")
 STATS = ("sum_x2", "sum_g2", "elements", "sum_branch2", "positions")
@@ -44,38 +47,52 @@ def _activation_and_branch(kind: str, x: Any, ctx: Any) -> Tuple[Any, Any]:
     if kind == "input":
         return x, None
     if kind == "mid":
-        return ctx + x, x  # mid residual = block input + attention output
+        x_in, c = ctx
+        return x_in + c * x, c * x  # mid residual = block input + c × attention output
     if ctx is None:
         return x, None
-    x_in, attn = ctx
-    return x, x - (x_in + attn)  # the feed-forward branch
+    x_in, added = ctx
+    return x, x - (x_in + added)  # the feed-forward branch
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _site(kind: str, x: Any, dummy: Any, ctx: Any) -> Any:
+def _site(kind: str, x: Any, dummy: Any, ctx: Any, valid: Any) -> Any:
     return x
 
 
-def _site_fwd(kind: str, x: Any, dummy: Any, ctx: Any) -> Tuple[Any, Tuple[Any, Any, Any]]:
-    return x, (x, dummy, ctx)
+def _site_fwd(kind: str, x: Any, dummy: Any, ctx: Any, valid: Any) -> Tuple[Any, Tuple[Any, Any, Any, Any]]:
+    return x, (x, dummy, ctx, valid)
 
 
-def _site_bwd(kind: str, res: Tuple[Any, Any, Any], g: Any) -> Tuple[Any, Any, Any]:
-    x, dummy, ctx = res
+def _masked_square_sum(v: Any, valid: Any, dt: Any) -> Any:
+    v = v.astype(dt)
+    if valid is None:
+        return jnp.sum(v * v)
+    return jnp.sum(jnp.where(valid[..., None] > 0, v * v, jnp.zeros((), dt)))  # padding never enters, even NaN
+
+
+def _sums(x: Any, act: Any, branch: Any, g: Any, valid: Any, dt: Any) -> Any:
+    b2 = jnp.zeros((), dt) if branch is None else _masked_square_sum(branch, valid, dt)
+    if valid is None:
+        positions = jnp.asarray(float(x.size) / float(x.shape[-1]), dt)
+    else:
+        positions = jnp.sum((valid > 0).astype(dt))
+    return jnp.stack([_masked_square_sum(act, valid, dt), _masked_square_sum(g, valid, dt),
+                      positions * float(x.shape[-1]), b2, positions])
+
+
+def _site_bwd(kind: str, res: Tuple[Any, Any, Any, Any], g: Any) -> Tuple[Any, Any, Any, Any]:
+    x, dummy, ctx, valid = res
     act, branch = _activation_and_branch(kind, x, ctx)
     row = _ROW[kind]
+    g_site = g / ctx[1] if kind == "mid" else g  # the mid residual's adjoint: a's cotangent is c times it
     if dummy.ndim == 2:  # sums mode
-        dt = dummy.dtype
-        a, gg = act.astype(dt), g.astype(dt)
-        b2 = jnp.zeros((), dt) if branch is None else jnp.sum(jnp.square(branch.astype(dt)))
-        n = float(x.size)
-        stats = jnp.stack([jnp.sum(a * a), jnp.sum(gg * gg), jnp.asarray(n, dt), b2,
-                           jnp.asarray(n / float(x.shape[-1]), dt)])
+        stats = _sums(x, act, branch, g_site, valid, dummy.dtype)
     else:
-        stats = jnp.stack([act.astype(dummy.dtype), g.astype(dummy.dtype)])
+        stats = jnp.stack([act.astype(dummy.dtype), g_site.astype(dummy.dtype)])
     ct_dummy = jnp.zeros_like(dummy).at[row].set(stats)
-    ct_ctx = jax.tree_util.tree_map(jnp.zeros_like, ctx)
-    return g, ct_dummy, ct_ctx
+    zeros = partial(jax.tree_util.tree_map, jnp.zeros_like)
+    return g, ct_dummy, zeros(ctx), zeros(valid)
 
 
 _site.defvjp(_site_fwd, _site_bwd)
@@ -84,16 +101,62 @@ _site.defvjp(_site_fwd, _site_bwd)
 class _Frame:
     """One block call in progress: its dummy, its (tapped) input and its attention output."""
 
-    def __init__(self, dummy: Any, x_in: Any) -> None:
+    def __init__(self, dummy: Any, x_in: Any, valid: Optional[Any]) -> None:
         self.dummy = dummy
         self.x_in = x_in
+        self.valid = valid
         self.attention: Optional[Any] = None
+        self.added: Optional[Any] = None
 
 
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.frames: List[_Frame] = []
         self.shapes: Optional[Dict[str, Tuple[int, ...]]] = None
+        self.valid: Optional[Any] = None
+        self.probing = False
+        self.multiplier = 1.0
+
+
+@contextlib.contextmanager
+def tapping(*, probing: bool = False, multiplier: float = 1.0) -> Iterator[None]:
+    """While active, taps emit probe markers (``probing``) or reverse rules whose mid site is the
+    block input plus ``multiplier`` × the attention output."""
+    previous = (_FRAMES.probing, _FRAMES.multiplier)
+    _FRAMES.probing, _FRAMES.multiplier = probing, multiplier
+    try:
+        yield
+    finally:
+        _FRAMES.probing, _FRAMES.multiplier = previous
+
+
+def _tap(kind: str, x: Any, dummy: Any, ctx: Any, valid: Any) -> Any:
+    if _FRAMES.probing:
+        return mark(x, kind)
+    return _site(kind, x, dummy, ctx, valid)
+
+
+@contextlib.contextmanager
+def masking(valid: Optional[Any]) -> Iterator[None]:
+    """Makes ``valid`` (float ``[batch, tokens]``, 1 where a position enters the RMS) the mask
+    every site traced while active applies."""
+    previous, _FRAMES.valid = _FRAMES.valid, valid
+    try:
+        yield
+    finally:
+        _FRAMES.valid = previous
+
+
+def _valid_for(x: Any, name: str) -> Optional[Any]:
+    valid = _FRAMES.valid
+    if valid is None:
+        return None
+    if tuple(valid.shape) != tuple(x.shape[:-1]):
+        raise SiteSpecError(f"block {name} sees a residual of shape {tuple(x.shape)} but the mask has shape "
+                            f"{tuple(valid.shape)}: a mask needs blocks that see the whole [batch, tokens, "
+                            "width] residual (a loss that maps the blocks over examples with vmap cannot be "
+                            "masked; observe unpadded rows instead)")
+    return valid
 
 
 @contextlib.contextmanager
@@ -141,8 +204,9 @@ def run_block(call: Callable[..., Any], dummy_for: Callable[[Any], Any], args: T
     if _FRAMES.shapes is not None:
         _FRAMES.shapes.setdefault(name, tuple(x.shape))
     dummy = dummy_for(x)
-    x = _site("input", x, dummy, None)
-    frame = _Frame(dummy, x)
+    valid = _valid_for(x, name)
+    x = _tap("input", x, dummy, None, valid)
+    frame = _Frame(dummy, x, valid)
     _FRAMES.frames.append(frame)
     try:
         a, k = put(x)
@@ -156,8 +220,8 @@ def run_block(call: Callable[..., Any], dummy_for: Callable[[Any], Any], args: T
     if getattr(h, "shape", None) != getattr(x, "shape", None):
         raise SiteSpecError(f"block {name} maps a residual of shape {x.shape} to {getattr(h, 'shape', None)}; "
                             "a block must keep the residual's shape")
-    ctx = (frame.x_in, frame.attention) if attention else None
-    return put_out(_site("output", h, dummy, ctx))
+    ctx = (frame.x_in, frame.added) if attention else None
+    return put_out(_tap("output", h, dummy, ctx, valid))
 
 
 def run_attention(call: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any], *, name: str) -> Any:
@@ -174,8 +238,10 @@ def run_attention(call: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[
                             f"input has {frame.x_in.shape}: name the submodule whose whole output the block "
                             "adds to the "
                             "residual (not one mapped per token inside a vmap)")
-    a = _site("mid", a, frame.dummy, frame.x_in)
+    c = _FRAMES.multiplier
+    a = _tap("mid", a, frame.dummy, (frame.x_in, jnp.asarray(c, a.dtype)), frame.valid)
     frame.attention = a
+    frame.added = a if c == 1.0 else c * a
     return put(a)
 
 

@@ -5,9 +5,12 @@
 The schemes and records are the PyTorch bridge's (:mod:`pydepth.bridge.schemes`, one owner). A pattern
 is searched in each floating parameter's path; its first group, when present, captures the
 layer index of an unrolled block's tensor; without a group the tensor is a stacked (scanned)
-one whose layer axis is ``layer_axis`` and each of whose slices gets its layer's factor. Every
-product is one float64 multiplication per element (the same bits as numpy's). A mark travels
-with the model — a ``pydepth`` collection in Linen variables, a ``DepthScalingMark``
+one whose layer axis is ``layer_axis`` and each of whose slices gets its layer's factor. Any
+floating dtype is scaled (float64, float32, bfloat16, fp8): each product is numpy's float64
+multiplication rounded once to the tensor's dtype (:func:`scaled_product`). A mark travels
+with the model — a zero float leaf ``pydepth_depth_scalings`` in Linen ``params`` whose length
+is the count (so ``jax.grad`` over the variables, a Flax ``TrainState``, optimizers with weight
+decay and checkpoints of the params carry it), a ``DepthScalingMark``
 variable on an NNX module, a ``DepthScaledModule`` wrapper around an Equinox module — and a
 repeat is refused with :class:`pydepth.JaxAlreadyScaledError` unless ``force=True``.
 """
@@ -18,17 +21,17 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import ArgumentTypeError, JaxAlreadyScaledError, ScalingSchemeError
-from ._leaves import named_leaves
+from ._leaves import MARK, named_leaves
 
 __all__ = ["apply_depth_scaling", "scaling_count", "Selected", "select_projections", "depth_scaled_class",
-           "MARK"]
+           "scaled_product", "MARK"]
 
-MARK = "pydepth_depth_scalings"  # Linen collection key and NNX attribute name of the mark
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,28 @@ def _std(value: Any) -> float:
     return float(np.std(np.asarray(value, dtype=np.float64)))
 
 
+def scaled_product(value: Any, factors: Any) -> Any:
+    """``value × factors`` by the rule of every dtype: numpy's float64 product (exact rounding of
+    the true product to float64), rounded once to ``value``'s dtype (round to nearest even,
+    ml_dtypes' conversion for bfloat16 and fp8; nothing more for float64), on the host, then put
+    back with ``value``'s sharding."""
+    wide = np.asarray(value).astype(np.float64) * np.asarray(factors, dtype=np.float64)
+    new = wide.astype(np.dtype(value.dtype))
+    if isinstance(value, jax.Array):
+        return jax.device_put(new, value.sharding)
+    return new
+
+
 def _scaled(sel: Selected, factors: Tuple[float, ...], layer_axis: Optional[int]) -> Tuple[Any, List[ScaledTensor]]:
     if sel.layer is not None:
         f = factors[sel.layer]
-        new = sel.value * f
+        new = scaled_product(sel.value, f)
         return new, [ScaledTensor(sel.name, sel.layer, "residual-output", f, _std(sel.value), _std(new))]
     axis = cast(int, layer_axis)  # a stacked selection exists only with a layer axis
     extent = int(np.shape(sel.value)[axis])
     shape = [1] * np.ndim(sel.value)
     shape[axis] = extent
-    per_layer = jnp.asarray(np.array(factors[:extent], dtype=np.float64).reshape(shape), dtype=sel.value.dtype)
-    new = sel.value * per_layer
+    new = scaled_product(sel.value, np.array(factors[:extent], dtype=np.float64).reshape(shape))
     rows = [ScaledTensor(f"{sel.name}[layer {b}]", b, "residual-output", factors[b],
                          _std(np.take(np.asarray(sel.value), b, axis=layer_axis)),
                          _std(np.take(np.asarray(new), b, axis=layer_axis))) for b in range(extent)]
@@ -103,7 +117,10 @@ class _Marks:
     @staticmethod
     def count(model: Any, library: str) -> int:
         if library == "flax-linen":
-            return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))
+            mark = dict(model["params"]).get(MARK)
+            if mark is not None:
+                return int(np.shape(mark)[0])
+            return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))  # the earlier int32 collection
         if library == "flax-nnx":
             mark = getattr(model, MARK, None)
             return int(np.asarray(mark[...])) if mark is not None else 0
@@ -112,7 +129,10 @@ class _Marks:
     @staticmethod
     def put(model: Any, library: str, count: int, record: DepthScalingRecord, history: Tuple[Any, ...]) -> Any:
         if library == "flax-linen":
-            return {**dict(model), "pydepth": {MARK: jnp.asarray(count, dtype=jnp.int32)}}
+            # zeros whose length is the count: a float leaf jax.grad takes, that optimizers and weight
+            # decay leave at zero, inside params so TrainState(params=...) and checkpoints carry it
+            rest = {k: v for k, v in dict(model).items() if k != "pydepth"}
+            return {**rest, "params": {**dict(model["params"]), MARK: jnp.zeros((count,), dtype=jnp.float32)}}
         if library == "flax-nnx":
             setattr(model, MARK, _nnx_mark()(jnp.asarray(count, dtype=jnp.int32)))
             return model
@@ -129,8 +149,8 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
                         depth: Optional[int] = None, layer_axis: Optional[int] = None,
                         force: bool = False) -> Tuple[Any, DepthScalingRecord]:
     """Multiplies the residual output projections ``patterns`` select by their layer's factor
-    under ``scheme`` and returns ``(model, record)``: new Linen variables (with the mark in a
-    ``pydepth`` collection), the same NNX module updated in place, or a new Equinox module
+    under ``scheme`` and returns ``(model, record)``: new Linen variables (with the mark in
+    ``params``), the same NNX module updated in place, or a new Equinox module
     wrapped in ``DepthScaledModule`` (:func:`depth_scaled_class`). ``layer_axis`` is the layer axis of
     stacked tensors (e.g.
     ``param_scan_axis`` of a Linen ``nn.scan``). Every factor is checked before any value

@@ -12,9 +12,9 @@ import importlib
 from typing import Any
 
 from .inputs import ObservedBatch, observed_batch
-from .metrics import SITE_METRICS, SUMMARIES, SUMMARY_METRICS, Summary, health_metrics, metric_table
+from ...monitoring.metrics import SITE_METRICS, SUMMARIES, SUMMARY_METRICS, Summary, health_metrics, metric_table
 from .monitor import HealthMonitor, global_rank
-from .sinks import CallableSink, JsonLinesSink, MlflowSink, TensorBoardSink, WandbSink
+from ...monitoring.sinks import CallableSink, JsonLinesSink, MlflowSink, TensorBoardSink, WandbSink
 from .unwrap import unwrap_model
 
 _LAZY = {"HealthTrainerCallback": ".hf", "HealthLightningCallback": ".lightning"}

@@ -20,8 +20,8 @@ from ...health import DepthHealthReport
 from ..architectures import ArchitectureSpec
 from ..health import observe_residual_health
 from .inputs import ObservedBatch, detached, observed_batch
-from .metrics import health_metrics
-from .sinks import as_sinks
+from ...monitoring.metrics import health_metrics
+from ...monitoring.sinks import as_sinks
 from .unwrap import unwrap_model
 
 __all__ = ["HealthMonitor", "global_rank"]
@@ -52,7 +52,7 @@ class HealthMonitor:
     or a held batch observed every time (a mapping with ``input_ids`` and optionally ``labels``
     and ``attention_mask``, a tensor of ids, an ``(input_ids, labels)`` pair or a
     :class:`pydepth.Batch`); a held batch makes observations comparable across steps and
-    processes. ``sinks`` are :mod:`pydepth.torch.callbacks.sinks` objects or callables
+    processes. ``sinks`` are :mod:`pydepth.monitoring.sinks` objects or callables
     ``(metrics, step)``. ``band`` and ``architecture`` go to the observation; ``prefix`` and
     ``per_site`` to :func:`pydepth.torch.callbacks.health_metrics`.
 

@@ -10,7 +10,7 @@ import math
 import os
 from typing import IO, Any, Callable, Mapping, Optional, Sequence, Union
 
-from ...errors import ArgumentTypeError, TorchDependencyError
+from ..errors import ArgumentTypeError, SinkDependencyError
 
 __all__ = ["TensorBoardSink", "WandbSink", "MlflowSink", "JsonLinesSink", "CallableSink", "as_sinks"]
 
@@ -18,9 +18,10 @@ Metrics = Mapping[str, float]
 
 
 class TensorBoardSink:
-    """Writes every metric as a scalar of a TensorBoard ``SummaryWriter`` (torch's
-    ``torch.utils.tensorboard`` or tensorboardX: anything with ``add_scalar``), tagged by its
-    name at ``global_step=step``. The writer stays the caller's: flush or close it as usual."""
+    """Writes every metric as a scalar of a TensorBoard writer, tagged by its name at ``step``:
+    anything with ``add_scalar(tag, value, step)`` (torch's ``SummaryWriter``, tensorboardX, or
+    ``tensorboard.summary.Writer`` from the tensorboard package alone, without torch). The writer
+    stays the caller's: flush or close it as usual."""
 
     def __init__(self, writer: Any) -> None:
         if not callable(getattr(writer, "add_scalar", None)):
@@ -30,7 +31,7 @@ class TensorBoardSink:
     def write(self, metrics: Metrics, step: int) -> None:
         """Adds one scalar per metric."""
         for name, value in metrics.items():
-            self.writer.add_scalar(name, value, global_step=step)
+            self.writer.add_scalar(name, value, step)  # positional: the step's keyword differs per writer
 
 
 class WandbSink:
@@ -50,7 +51,7 @@ class WandbSink:
             try:
                 import wandb
             except ImportError as err:
-                raise TorchDependencyError(f"WandbSink needs wandb: pip install wandb ({err})") from None
+                raise SinkDependencyError(f"WandbSink needs wandb: pip install wandb ({err})") from None
             run = wandb.run
             if run is None:
                 raise ArgumentTypeError("WandbSink has no run: call wandb.init() first or pass run=")
@@ -71,7 +72,7 @@ class MlflowSink:
         try:
             import mlflow
         except ImportError as err:
-            raise TorchDependencyError(f"MlflowSink needs mlflow: pip install mlflow ({err})") from None
+            raise SinkDependencyError(f"MlflowSink needs mlflow: pip install mlflow ({err})") from None
         extra = {} if self.run_id is None else {"run_id": self.run_id}
         mlflow.log_metrics(dict(metrics), step=step, **extra)
 

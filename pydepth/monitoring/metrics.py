@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, NamedTuple, Tuple
 
-from ..._fields import column_name, declared
-from ...errors import ArgumentTypeError
-from ...health import DepthHealthReport, RatioBand, ResidualHealthRow
+from .._fields import column_name, declared
+from ..errors import ArgumentTypeError
+from ..health import DepthHealthReport, RatioBand, ResidualHealthRow
 
 __all__ = ["health_metrics", "metric_table", "Summary", "SUMMARIES", "SUMMARY_METRICS", "SITE_METRICS"]
 
