@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-import torch
 from torch import nn
 
 from ..errors import ArchitectureError, ScalingSchemeError

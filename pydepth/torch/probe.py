@@ -10,8 +10,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-__all__ = ["Call", "LayerRecord", "Recorder", "find_stack", "probe_ids", "record_probe", "probe_context", "first_tensor",
-           "out_tensor"]
+__all__ = ["Call", "LayerRecord", "Recorder", "find_stack", "probe_ids", "record_probe", "probe_context",
+           "first_tensor", "out_tensor"]
 
 _PROBE_SHAPE = (2, 8)
 
@@ -103,7 +103,7 @@ class Recorder:
                         lambda m, a, k, b=b, n=name: self._start(b, n, m, a, k), with_kwargs=True))
                     self.handles.append(sub.register_forward_hook(
                         lambda m, a, o, b=b, n=name: self._end(b, n, m, o)))
-        for name, sub in module.named_modules():
+        for sub in module.modules():
             if id(sub) not in inside:
                 self.handles.append(sub.register_forward_pre_hook(
                     lambda m, a, k: self._outside(m, a, k), with_kwargs=True))

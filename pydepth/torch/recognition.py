@@ -191,7 +191,8 @@ def _why_not(rec: LayerRecord, x: torch.Tensor, h: torch.Tensor) -> str:
     if any(_fit(h64 - x64, [_f64(v)], _tol(x) * (x64.abs() + h64.abs())) is not None for v, _ in outs):
         return "the layer adds one module output to its input, not two branches"
     last = max(rec.calls, key=lambda c: c.end, default=None)
-    if last is not None and last.output is not None and torch.equal(last.output, h) and is_norm(last.module):
+    seen = _stream(last.output, h.shape) if last is not None else None
+    if last is not None and seen is not None and torch.equal(seen, h) and is_norm(last.module):
         return (f"the layer's output is the norm {last.name!r} of the sum (post-LN), so the stream is not "
                 "input + branches")
     return ("the layer's output is neither input + a*branch + c*branch (sequential, read in between) nor "
