@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="the torch bridge needs the 'torch' 
 pytest.importorskip("transformers", reason="Hugging Face families need the 'hf' extra")
 
 from pydepth import ArchitectureError  # noqa: E402
-from pydepth.torch import ArchitectureSpec, find_layout, observe_residual_health  # noqa: E402
+from pydepth.torch import ArchitectureSpec, apply_depth_scaling, find_layout, observe_residual_health  # noqa: E402
 
 REL = 1e-12
 
@@ -148,8 +148,8 @@ def test_olmo2_reads_the_stream_at_the_feed_forward_input_and_scales_norm_gains(
                                            "model.layers.0.post_feedforward_layernorm.weight")
 
 
-class _ScaledBranchBlock(torch.nn.Module):
-    """A pre-norm block with nanoGPT's names whose forward adds twice the attention branch."""
+class _ShrunkInputBlock(torch.nn.Module):
+    """A pre-norm block with nanoGPT's names whose forward adds the attention branch to half its input."""
 
     def __init__(self, w):
         super().__init__()
@@ -160,17 +160,20 @@ class _ScaledBranchBlock(torch.nn.Module):
         self.mlp.c_proj = torch.nn.Linear(w, w)
 
     def forward(self, x):
-        x = x + 2.0 * self.attn.c_proj(self.ln_1(x))
+        x = 0.5 * x + self.attn.c_proj(self.ln_1(x))
         return x + self.mlp.c_proj(self.ln_2(x))
 
 
-def test_a_structure_other_than_the_one_recognized_is_refused_when_run(torch_models):
+def test_a_structure_other_than_the_one_its_names_suggest_is_refused_by_observation_and_scaling_alike(torch_models):
     model = torch_models.NanoGPT(2).double()
     for i in range(2):
-        model.transformer.h[i] = _ScaledBranchBlock(32).double()
-    assert find_layout(model).architecture == "nanogpt"  # names and norms look right
-    with pytest.raises(ArchitectureError, match=r"residual site 1 .*not input \+ attention branch"):
-        observe_residual_health(model, torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))
+        model.transformer.h[i] = _ShrunkInputBlock(32).double()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for act in (find_layout, apply_depth_scaling,
+                lambda m: observe_residual_health(m, torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))):
+        with pytest.raises(ArchitectureError, match=r"transformer\.h\.0: .*not a constant multiple of the input"):
+            act(model)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
 
 
 class _SandwichBlock(torch.nn.Module):

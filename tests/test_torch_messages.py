@@ -16,13 +16,15 @@ from pydepth.torch import find_layout, observe_residual_health  # noqa: E402
 def test_an_unknown_structure_says_what_was_found_why_and_which_fields_to_fill(torch_models):
     pytest.importorskip("transformers", reason="needs the 'hf' extra")
     import transformers
-    model = transformers.OPTForCausalLM(transformers.OPTConfig(
-        num_hidden_layers=2, hidden_size=32, ffn_dim=64, num_attention_heads=4, vocab_size=50, word_embed_proj_dim=32))
+    model = transformers.OPTForCausalLM(transformers.OPTConfig(  # post-LN: a norm of each sum, no residual stream
+        num_hidden_layers=2, hidden_size=32, ffn_dim=64, num_attention_heads=4, vocab_size=50, word_embed_proj_dim=32,
+        do_layer_norm_before=False))
     with pytest.raises(ArchitectureError) as info:
         find_layout(model)
     message = str(info.value)
     assert "model.decoder" in message and "ArchitectureSpec(" in message and "norm_placement" in message
     assert len(message) < 1500
+    assert "post-LN" in message.splitlines()[0] and len(message.splitlines()[0]) < 300
 
 
 @pytest.mark.parametrize("doc,match", [

@@ -135,7 +135,7 @@ def test_unrecognized_model_lists_what_was_found_and_patterns_work():
                 torch.nn.ModuleDict({"mix": torch.nn.Linear(8, 8), "out": torch.nn.Linear(8, 8)}) for _ in range(4))
 
     module = Odd()
-    with pytest.raises(ArchitectureError, match=r"stack.*stack.0.mix.weight.*hf-llama"):
+    with pytest.raises(ArchitectureError, match=r"(?s)stack.*stack.0.mix.weight.*hf-llama"):
         apply_depth_scaling(module)
     before = snapshot(module)
     record = apply_depth_scaling(module, patterns=[r"stack\.(\d+)\.out\.weight"])

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-import torch
 from torch import nn
 
 from ..errors import ArchitectureError, ScalingSchemeError
+from .norms import effective_gain, gain_mismatch
 
 __all__ = ["ArchitectureSpec", "ARCHITECTURES", "NORM_PLACEMENTS", "ResidualProjection",
            "DecoderLayout", "find_layout", "layout_from_patterns", "resolve_layout", "spec_named", "effective_gain"]
@@ -193,7 +193,9 @@ class DecoderLayout:
     """What :func:`find_layout` found in one module. ``layers`` is empty when the layout came
     from name patterns (enough for scaling and audits, not for observing health).
     ``attention_added``/``feed_forward_added`` are the modules whose outputs are added to the
-    residual stream (the post-branch norm when there is one, else the output projection)."""
+    residual stream (the post-branch norm when there is one, else the output projection), times
+    ``attention_multipliers``/``feed_forward_multipliers`` (empty: 1). ``unscalable`` says why depth
+    scaling has no tensors to multiply in a layout that can still be observed."""
 
     architecture: str
     depth: int
@@ -211,6 +213,9 @@ class DecoderLayout:
     gain_offset: float = 0.0
     attention_added: Tuple[nn.Module, ...] = ()
     feed_forward_added: Tuple[nn.Module, ...] = ()
+    attention_multipliers: Tuple[float, ...] = ()
+    feed_forward_multipliers: Tuple[float, ...] = ()
+    unscalable: Optional[str] = None
 
     @property
     def projection_names(self) -> Tuple[str, ...]:
@@ -238,40 +243,6 @@ def _indexed_children(container: Optional[nn.Module]) -> Optional[List[Tuple[str
     return [(key, child) for _, key, child in sorted(out, key=lambda item: item[0])]
 
 
-def _gain_parameter(norm: nn.Module) -> Optional[torch.Tensor]:
-    for attr in ("gain", "weight"):
-        g = getattr(norm, attr, None)
-        if isinstance(g, torch.Tensor) and g.ndim == 1:
-            return g
-    return None
-
-
-def effective_gain(norm: nn.Module, offset: float) -> Optional[torch.Tensor]:
-    """The per-feature factor ``offset + weight`` a norm multiplies by (detached, float64)."""
-    g = _gain_parameter(norm)
-    return None if g is None else g.detach().to(torch.float64) + offset
-
-
-def _gain_mismatch(norm: nn.Module, offset: float) -> Optional[str]:
-    """Why ``norm`` does not multiply by ``offset + weight`` (None when it does, or cannot be probed)."""
-    g = _gain_parameter(norm)
-    if g is None or g.numel() % 2 or not g.dtype.is_floating_point:
-        return None if offset == 0.0 else f"{type(norm).__name__} has no gain to check (gain_offset)"
-    x = torch.ones(1, g.numel(), dtype=g.dtype, device=g.device)
-    x[:, 1::2] = -1.0  # zero mean, unit RMS: a LayerNorm and an RMSNorm both return ~gain * x
-    try:
-        with torch.no_grad():
-            seen = ((norm.forward(x) - norm.forward(-x)) * x * 0.5).to(torch.float64)[0]
-            want = g.detach().to(torch.float64) + offset
-            if bool(((seen - want).abs() <= 0.02 * (1.0 + want.abs())).all()):
-                return None
-    except Exception:  # a norm that needs other arguments, or has no values (meta device), cannot be run
-        return None if offset == 0.0 else (f"{type(norm).__name__} could not be run to check that it "
-                                           f"multiplies by {offset:g} + weight (gain_offset)")
-    return (f"{type(norm).__name__} multiplies by {float(seen[0]):.4g} where offset {offset:g} + weight "
-            f"is {float(want[0]):.4g} (gain_offset)")
-
-
 def _norm_children(layer: nn.Module) -> List[str]:
     return [n for n, m in layer.named_children() if "norm" in type(m).__name__.lower()]
 
@@ -287,7 +258,7 @@ def _check_norms(spec: ArchitectureSpec, layer: nn.Module) -> Optional[str]:
         norm = _get(layer, path)
         if norm is None:
             return f"no norm {path!r}"
-        why = _gain_mismatch(norm, spec.gain_offset)
+        why = gain_mismatch(norm, spec.gain_offset)
         if why:
             return f"{path}: {why}"
     return None
@@ -363,27 +334,27 @@ def _scaled(spec: ArchitectureSpec, layer: nn.Module) -> Union[str, Tuple[Tuple[
     return tuple(out)
 
 
-def _match_layer(spec: ArchitectureSpec, path: str, layer: nn.Module) -> Union[str, _Layer]:
-    """One layer's pieces under ``spec``, or the first reason it does not match."""
+def _match_layer(spec: ArchitectureSpec, path: str, layer: nn.Module) -> Union[Tuple[int, str], _Layer]:
+    """One layer's pieces under ``spec``, or how many checks passed and the first reason it does not match."""
     att, ffn = _get(layer, spec.attention_output), _get(layer, spec.feed_forward_output)
     if att is None or ffn is None:
         missing = spec.attention_output if att is None else spec.feed_forward_output
-        return f"no module {missing!r} (attention_output, feed_forward_output)"
+        return 0, f"no module {missing!r} (attention_output, feed_forward_output)"
     if spec.projection_type and not type(att).__name__ == spec.projection_type == type(ffn).__name__:
-        return (f"output projections are {type(att).__name__}/{type(ffn).__name__}, not "
+        return 1, (f"output projections are {type(att).__name__}/{type(ffn).__name__}, not "
                 f"{spec.projection_type} (projection_type)")
     bad = [a for a in spec.unsupported_attributes if getattr(layer, a, False)]
     if bad:
-        return f"{bad[0]} is set: the residual stream is not the sum this spec describes"
+        return 2, f"{bad[0]} is set: the residual stream is not the sum this spec describes"
     why = _check_norms(spec, layer)
     if why:
-        return why
+        return 3, why
     mid = _get(layer, spec.mid_norm)
     if spec.mid_norm and mid is None:
-        return f"no module {spec.mid_norm!r} (mid_norm)"
+        return 4, f"no module {spec.mid_norm!r} (mid_norm)"
     scaled = _scaled(spec, layer)
     if isinstance(scaled, str):
-        return scaled
+        return 5, scaled
     att_norm = _get(layer, spec.attention_norm)
     ffn_norm = _get(layer, spec.feed_forward_norm or spec.mid_norm) if spec.norm_placement != "post" else None
     if spec.norm_placement == "post":
@@ -414,10 +385,11 @@ def _layout(spec: ArchitectureSpec, module: nn.Module, parts: List[_Layer], fina
         feed_forward_added=tuple(p.feed_forward_added for p in parts))
 
 
-def _try(spec: ArchitectureSpec, module: nn.Module) -> Union[str, DecoderLayout, None]:
-    """The layout of ``module`` under ``spec``; a reason when a layer container was found but
-    does not match; None when the spec's containers are absent."""
-    reason: Optional[str] = None
+def try_spec(spec: ArchitectureSpec, module: nn.Module) -> Union[Tuple[float, str], DecoderLayout, None]:
+    """The layout of ``module`` under ``spec`` by module names alone; when a layer container was
+    found but does not match, how far the match got (layers matched plus checks passed, tenths)
+    and why it stopped; None when the spec's containers are absent."""
+    reason: Optional[Tuple[float, str]] = None
     for path in spec.layers:
         children = _indexed_children(_get(module, path))
         if children is None:
@@ -425,8 +397,8 @@ def _try(spec: ArchitectureSpec, module: nn.Module) -> Union[str, DecoderLayout,
         parts: List[_Layer] = []
         for key, layer in children:  # in depth order; the key names it
             part = _match_layer(spec, f"{path}.{key}", layer)
-            if isinstance(part, str):
-                reason = f"{path}.{key}: {part}"
+            if isinstance(part, tuple):
+                reason = (len(parts) + part[0] / 10.0, f"{path}.{key}: {part[1]}")
                 break
             parts.append(part)
         else:
@@ -434,11 +406,11 @@ def _try(spec: ArchitectureSpec, module: nn.Module) -> Union[str, DecoderLayout,
             parent = _get(module, parent_path) if parent_path else module
             final = _get(parent, spec.final_norm) if parent is not None else None
             if final is None:
-                reason = f"no final norm {spec.final_norm!r} beside {path} (final_norm)"
+                reason = (len(parts) + 0.9, f"no final norm {spec.final_norm!r} beside {path} (final_norm)")
                 continue
-            why = _gain_mismatch(final, spec.gain_offset)
+            why = gain_mismatch(final, spec.gain_offset)
             if why:
-                reason = f"{spec.final_norm}: {why}"
+                reason = (len(parts) + 0.9, f"{spec.final_norm}: {why}")
                 continue
             return _layout(spec, module, parts, final)
     return reason
@@ -451,47 +423,89 @@ _SPEC_HELP = ("describe it with pydepth.torch.ArchitectureSpec(name, description
 
 
 def _found_summary(module: nn.Module) -> str:
-    children = [n for n, _ in module.named_children()][:8]
-    matrices = [n for n, p in module.named_parameters() if p.ndim >= 2][:6]
-    stacks = [(n, m) for n, m in module.named_modules() if _indexed_children(m)][:2]
+    children = [n for n, _ in module.named_children()][:6]
+    matrices = [n for n, p in module.named_parameters() if p.ndim >= 2][:3]
+    stacks = [(n, m) for n, m in module.named_modules() if _indexed_children(m)][:1]
     found = f"top-level modules {children}, first weight tensors {matrices}"
     for path, stack in stacks:
         first = next(iter(stack.children()))
-        parts = [f"{n} ({type(m).__name__})" for n, m in first.named_children()][:10]
+        parts = [f"{n} ({type(m).__name__})" for n, m in first.named_children()][:8]
         found += f"; layer stack {path!r} of {len(stack)}, each holding {parts}"
     return found
 
 
-def _resolve_specs(architecture: Union[str, ArchitectureSpec, None]) -> Sequence[ArchitectureSpec]:
+def _model_type(module: nn.Module) -> Optional[str]:
+    value = getattr(getattr(module, "config", None), "model_type", None)
+    return value if isinstance(value, str) and value else None
+
+
+def _resolve_specs(module: nn.Module, architecture: Union[str, ArchitectureSpec, None]) -> Sequence[ArchitectureSpec]:
+    """The specs to try; empty when the structure alone decides (no architecture, or the model's
+    own Hugging Face ``model_type``)."""
     if architecture is None:
-        return ARCHITECTURES
+        return ()
     if isinstance(architecture, ArchitectureSpec):
         return (architecture,)
     if isinstance(architecture, str):
+        if architecture not in _BY_NAME and architecture == _model_type(module):
+            return ()
+        if architecture not in _BY_NAME and _model_type(module):
+            raise ArchitectureError(f"architecture {architecture!r} is neither a known architecture nor this "
+                                    f"model's model_type {_model_type(module)!r}; known: {sorted(_BY_NAME)}")
         return (spec_named(architecture),)
     raise ArchitectureError(f"architecture must be a name or an ArchitectureSpec, got {type(architecture).__name__}")
 
 
-def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None] = None) -> DecoderLayout:
-    """The decoder layout of ``module``: the first recognized architecture, or the one named.
-
-    Raises :class:`pydepth.ArchitectureError` saying what was found, why the nearest specs did
-    not match, and which :class:`ArchitectureSpec` fields describe another model."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    specs = _resolve_specs(architecture)
-    reasons = []
+def _ranked(module: nn.Module, specs: Sequence[ArchitectureSpec]) -> List[Tuple[float, str]]:
+    """The table's specs that found a layer stack here, furthest match first."""
+    near = []
     for spec in specs:
-        found = _try(spec, module)
+        found = try_spec(spec, module)
+        if isinstance(found, tuple):
+            near.append((found[0], f"{spec.name} ({found[1]})"))
+    return sorted(near, key=lambda item: -item[0])
+
+
+def _refuse(module: nn.Module, wanted: str, reason: str, specs: Sequence[ArchitectureSpec]) -> ArchitectureError:
+    near = _ranked(module, specs)[:2]
+    lines = [f"{type(module).__name__} is not {wanted}: {reason}",
+             f"found {_found_summary(module)}"]
+    if near:
+        lines.append("nearest specs: " + "; ".join(text for _, text in near))
+    lines.append(f"named architectures: {', '.join(a.name for a in ARCHITECTURES)}; for another model, {_SPEC_HELP}")
+    return ArchitectureError("\n".join(lines))
+
+
+def _static(module: nn.Module, specs: Sequence[ArchitectureSpec], wanted: str, why: str) -> DecoderLayout:
+    for spec in specs:
+        found = try_spec(spec, module)
         if isinstance(found, DecoderLayout):
             return found
-        if found is not None:
-            reasons.append(f"{spec.name}: {found}")
-    wanted = "any recognized decoder" if architecture is None else f"architecture {specs[0].name!r}"
-    near = ("; nearest: " + "; ".join(reasons[:3])) if reasons else ""
-    raise ArchitectureError(
-        f"{type(module).__name__} is not {wanted}: found {_found_summary(module)}{near}. Recognized "
-        f"architectures: {', '.join(a.name for a in ARCHITECTURES)}. For another model, {_SPEC_HELP}")
+    near = _ranked(module, specs)
+    raised = why.startswith("the probe forward raised")
+    raise _refuse(module, wanted, why if raised or not near else near[0][1], specs)
+
+
+def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None] = None) -> DecoderLayout:
+    """The decoder layout of ``module``, recognized from what its layers do.
+
+    One probe forward finds the residual stream (:mod:`pydepth.torch.recognition`): the tensor
+    entering each layer, the branch outputs added to it (times a constant) and the modules that read
+    it; the table names what was found. ``architecture`` (a spec, a table name, or the model's
+    Hugging Face ``model_type``) takes the layout from the spec's module names instead, still
+    checked by the probe. When the probe cannot run (no vocabulary, a meta-device model) the table
+    decides. A refusal raises :class:`pydepth.ArchitectureError` whose first line is the reason."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    specs = _resolve_specs(module, architecture)
+    from .structural import recognize  # recognition names its findings from this module's table
+    found = recognize(module, ARCHITECTURES)
+    wanted = "any recognized decoder" if not specs else f"architecture {specs[0].name!r}"
+    if found.refusal is not None:
+        raise _refuse(module, "a residual decoder", found.refusal, specs or ARCHITECTURES)
+    if not specs and found.layout is not None:
+        return found.layout
+    return _static(module, specs or ARCHITECTURES, wanted, found.not_run or "no layer stack")
 
 
 def _compile_patterns(patterns: Sequence[str]) -> List[re.Pattern[str]]:

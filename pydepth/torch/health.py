@@ -26,6 +26,7 @@ from ..errors import (ArchitectureError, EmptyValidityError, MissingAdjointError
                       UnsupportedModuleError)
 from ..health import BranchHealthRow, DepthHealthReport, health_report_from_sites, valid_feature_rms
 from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
+from .structural import forward_hint
 
 __all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode"]
 
@@ -104,7 +105,9 @@ class _Capture:
     def _branch(self, key: Tuple[int, int], out: Any) -> None:
         t = _tensor(out)
         if t is not None:  # a copy: some models add the next branch into this tensor in place
-            self.branches[key] = t.detach().clone()
+            multipliers = self.layout.feed_forward_multipliers if key[1] else self.layout.attention_multipliers
+            m = multipliers[key[0]] if multipliers else 1.0
+            self.branches[key] = t.detach().clone() if m == 1.0 else t.detach() * m  # what the stream adds
 
     def _input_hook(self, mod: nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         h, where = _first_tensor(args, kwargs)
@@ -385,6 +388,11 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
         capture.install()
         try:
             out, valid = _call(module, layout, input_ids, labels, attention_mask)
+        except RuntimeError as err:
+            if not forward_hint(err):
+                raise
+            raise UnsupportedModuleError(f"{type(module).__name__}'s forward raised: {str(err).splitlines()[0]}"
+                                         f"{forward_hint(err)}") from err
         finally:
             capture.remove()
         loss = _loss(out, module)

@@ -21,7 +21,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from ..errors import AlreadyScaledError, ScalingSchemeError
+from ..errors import AlreadyScaledError, ArchitectureError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
 from .audit import audit_layout, projection_scale
 from .marks import leave_mark, module_records, recorded_scalings
@@ -82,6 +82,9 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
         raise TypeError(f"force must be a bool, got {force!r}")
     name = scheme_name(scheme)
     layout = resolve_layout(module, architecture, patterns, depth)
+    if layout.unscalable:
+        raise ArchitectureError(f"{type(module).__name__} is observed as {layout.architecture} but cannot be "
+                                f"depth-scaled: {layout.unscalable}")
     factors = scheme_factors(scheme, layout.depth)
     for p in layout.projections:
         if not p.parameter.dtype.is_floating_point:
