@@ -418,7 +418,7 @@ def _rows_read_by(tool, out):
         import polars
         return polars.read_parquet(out / "*.parquet").height
     import duckdb
-    return duckdb.sql(f"select count(*) from read_parquet('{out / '*.parquet'}')").fetchone()[0]
+    return duckdb.sql(f"select count(*) from read_parquet('{out / '*.parquet'}')").fetchall()[0][0]
 
 
 def test_depth_check_writes_figures_summary_and_data(tmp_path):

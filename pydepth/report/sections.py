@@ -96,9 +96,9 @@ def train_sections(directory: pathlib.Path) -> List[Section]:
     rows = [(o["step"], _num(o["loss"]), _num(max(s["activation_ratio"] for s in o["report"]["sites"])),
              _num(max(s["adjoint_ratio"] for s in o["report"]["sites"])), _outside(o["report"]))
             for o in observations]
-    loss = (f"<p>{len(steps)} updates; loss {_num(steps[0]['loss'])} at step {steps[0]['step']}, "
+    loss = (f"<p>{len(steps)} steps logged; loss {_num(steps[0]['loss'])} at step {steps[0]['step']}, "
             f"{_num(steps[-1]['loss'])} at step {steps[-1]['step']} (a step counts the updates the "
-            "parameters had had).</p>") if steps else "<p>No update was logged.</p>"
+            "parameters had had).</p>") if steps else "<p>No step was logged.</p>"
     last = observations[-1] if observations else None
     verdict = (Section("Verdict", table_html(("run", "verdict"), [(
         f"step {last['step']} (the last observation)", verdict_line(last["report"]["sites"], last["report"]["band"]))])
