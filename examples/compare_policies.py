@@ -3,10 +3,11 @@
 activation and adjoint ratios at each depth, from one base draw per depth.
 
     python examples/compare_policies.py                        (depths 1..64, a table)
-    python examples/compare_policies.py --plot compare.png --json compare.json
+    python examples/compare_policies.py --plot figures --json compare.json
 """
 import argparse
 import json
+import pathlib
 
 import numpy as np
 
@@ -15,7 +16,8 @@ import pydepth
 parser = argparse.ArgumentParser(description="Depth policy vs unscaled control across depths.")
 parser.add_argument("--depths", default="1,2,4,8,16,32,64", help="comma-separated depths (default 1,2,4,8,16,32,64)")
 parser.add_argument("--seed", type=int, default=4701, help="SplitMix64 seed (default 4701)")
-parser.add_argument("--plot", metavar="FILE", help="write max ratio against depth (.png or .svg; needs pydepth[plot])")
+parser.add_argument("--plot", metavar="DIR", help="write max ratio against depth into DIR (compare.png and .svg; "
+                    "needs pydepth[plot])")
 parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
 args = parser.parse_args()
 
@@ -67,8 +69,8 @@ if args.plot:
         ax.legend(fontsize="small")
     fig.suptitle(figure_title(model="decoder d16 h2 ff20 V266", seed=args.seed,
                               policy="residual-output-init-depth-v1 vs unscaled"))
-    save_figure(fig, args.plot)
-    print(f"wrote {args.plot}")
+    written = save_figure(fig, pathlib.Path(args.plot) / "compare", formats=("png", "svg"))
+    print("wrote " + ", ".join(map(str, written)))
 if args.json:
     with open(args.json, "w") as fh:
         json.dump(rows, fh, indent=1)

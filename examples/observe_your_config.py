@@ -3,10 +3,11 @@
 unscaled control.
 
     python examples/observe_your_config.py                          (12 blocks, width 64)
-    python examples/observe_your_config.py --layers 24 --width 32 --plot health.png --json report.json
+    python examples/observe_your_config.py --layers 24 --width 32 --plot figures --json report.json
 """
 import argparse
 import json
+import pathlib
 
 import numpy as np
 
@@ -16,7 +17,8 @@ parser = argparse.ArgumentParser(description="Residual health of one configurati
 parser.add_argument("--layers", type=int, default=12, help="decoder blocks (default 12)")
 parser.add_argument("--width", type=int, default=64, help="model width (default 64)")
 parser.add_argument("--seed", type=int, default=0, help="SplitMix64 seed (default 0)")
-parser.add_argument("--plot", metavar="FILE", help="write the ratio plot (.png or .svg; needs pydepth[plot])")
+parser.add_argument("--plot", metavar="DIR", help="write the ratio plot into DIR (health.png and .svg; "
+                    "needs pydepth[plot])")
 parser.add_argument("--json", metavar="FILE", help="write both reports as JSON to FILE")
 args = parser.parse_args()
 
@@ -45,9 +47,10 @@ for name, report in reports.items():
           f"{'within' if report.within_band else 'OUTSIDE'} the band")
 if args.plot:
     from pydepth.plots.health import describe_config, plot_report
-    plot_report(reports["depth-initialized"], args.plot, control=reports["same-base unscaled control"],
-                model=describe_config(cfg), seed=args.seed, policy=init.record.policy_id)
-    print(f"wrote {args.plot}")
+    written = plot_report(reports["depth-initialized"], pathlib.Path(args.plot) / "health",
+                          control=reports["same-base unscaled control"], model=describe_config(cfg), seed=args.seed,
+                          policy=init.record.policy_id, formats=("png", "svg"))
+    print("wrote " + ", ".join(map(str, written)))
 if args.json:
     with open(args.json, "w") as fh:
         json.dump({"config": cfg.to_dict(), "record": init.record.to_dict(),

@@ -3,10 +3,10 @@
 halfway, resume from it, and check that the resumed run equals the uninterrupted one bit for bit.
 
     python examples/train_tiny.py                       (12 steps, checkpoint at step 6, a few seconds)
-    python examples/train_tiny.py --steps 40 --checkpoint ck.safetensors
+    python examples/train_tiny.py --updates 40 --checkpoint ck.safetensors
 
 The command-line version of the same loop, with logs, plots and Ctrl-C checkpoints:
-    pydepth train examples/data/corpus.txt --config examples/data/byte-8block.json --steps 300 --out runs/x
+    pydepth train examples/data/corpus.txt --config examples/data/byte-8block.json --updates 300 --out runs/x
 """
 import argparse
 import pathlib
@@ -19,13 +19,13 @@ import pydepth
 from pydepth.training.step import byte_documents, draw_batch, train_step
 
 parser = argparse.ArgumentParser(description="A few AdamW steps, a checkpoint, a bit-exact resume.")
-parser.add_argument("--steps", type=int, default=12, help="optimizer steps (default 12)")
+parser.add_argument("--updates", dest="steps", type=int, default=12, help="optimizer updates (default 12)")
 parser.add_argument("--seed", type=int, default=7, help="SplitMix64 seed of the draw and the batches (default 7)")
 parser.add_argument("--checkpoint", metavar="FILE",
                     help="keep the halfway checkpoint in FILE (default: a temporary file)")
 args = parser.parse_args()
 if args.steps < 2:
-    parser.error(f"--steps must be at least 2 (a checkpoint halfway), got {args.steps}")
+    parser.error(f"--updates must be at least 2 (a checkpoint halfway), got {args.steps}")
 
 corpus = pathlib.Path(__file__).resolve().parent / "data" / "corpus.txt"
 documents = byte_documents(corpus.read_bytes())  # byte ids 0..255, one array per paragraph

@@ -4,7 +4,7 @@
 a HealthMonitor observes each every 5 steps on a held batch and writes JSON lines (and
 TensorBoard event files when tensorboard is installed).
 
-    python examples/train_with_health_monitor.py [--steps 20] [--every 5] [--out runs]
+    python examples/train_with_health_monitor.py [--updates 20] [--every 5] [--out runs]
 """
 import argparse
 import os
@@ -43,7 +43,7 @@ def sinks(out, name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--updates", dest="steps", type=int, default=20)
     ap.add_argument("--every", type=int, default=5)
     ap.add_argument("--out", default="runs", help="directory for the JSON lines and event files")
     args = ap.parse_args()

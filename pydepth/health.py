@@ -166,13 +166,13 @@ class ResidualHealthRow:
     label: str = quantity("the site's name: `input`, `block.3.after_attention`, `block.3.after_feed_forward` "
                           "or `block.3.parallel_residual.output`", column="site_label", heading="stage")
     activation_ratio: float = quantity("activation RMS ratio `A_s / A_0`", unit=_RATIO, heading="A_s/A_0",
-                                       fmt=".6f", metric=True)
+                                       fmt=".4g", metric=True)
     adjoint_ratio: float = quantity("adjoint RMS ratio `G_s / G_2L`", unit=_RATIO, heading="G_s/G_2L",
-                                    fmt=".6f", metric=True)
+                                    fmt=".4g", metric=True)
     activation_rms: float = quantity("activation RMS `A_s` over the valid positions' features", unit=_RESIDUAL,
-                                     heading="A_s", fmt=".6f", metric=True)
+                                     heading="A_s", fmt=".4g", metric=True)
     adjoint_rms: float = quantity("RMS `G_s` of the completed mean-loss adjoint over the valid positions' "
-                                  "features", unit=_ADJOINT, heading="G_s", fmt=".6f", metric=True)
+                                  "features", unit=_ADJOINT, heading="G_s", fmt=".4g", metric=True)
     activation_status: RatioBand = quantity("where `A_s / A_0` lies against the band: `within`, `below` or "
                                             "`above`", heading="A class")
     adjoint_status: RatioBand = quantity("where `G_s / G_2L` lies against the band: `within`, `below` or "
@@ -240,19 +240,64 @@ class DepthHealthReport:
         return {**as_dict(self), "activation_ratio_min": a_min, "activation_ratio_max": a_max,
                 "adjoint_ratio_min": g_min, "adjoint_ratio_max": g_max, "within_band": self.within_band}
 
+    def verdict(self) -> str:
+        """One line: within the band or not, where, and by how much (the worst ratio outside it)."""
+        return verdict_line([r.to_dict() for r in self.sites], self.band)
+
     def to_table(self, title: Optional[str] = None) -> str:
-        """A plain-text table for people (six decimals; classification uses unrounded ratios)."""
-        lines = []
+        """A plain-text table for people: the verdict first, the legend, then the sites (four
+        significant digits; classification uses unrounded ratios)."""
+        lines = [self.verdict(), LEGEND]
         if title:
             lines.append(title)
         lines.append(f"valid positions {self.valid_positions}, width {self.width}, band "
                      f"[{self.band[0]:g}, {self.band[1]:g}] inclusive")
-        lines.append(f"input activation RMS normalizer A_0: {self.input_activation_normalizer:.6f}")
-        lines.append(f"terminal residual-adjoint RMS normalizer G_2L: {self.terminal_adjoint_normalizer:.6f}")
+        lines.append(f"input activation RMS normalizer A_0: {self.input_activation_normalizer:.4g}")
+        lines.append(f"terminal residual-adjoint RMS normalizer G_2L: {self.terminal_adjoint_normalizer:.4g}")
         lines.extend(site_table([r.to_dict() for r in self.sites]))
         lines.append("all site ratios within band" if self.within_band
                      else "SOME SITE RATIOS OUTSIDE THE BAND")
         return "\n".join(lines)
+
+
+#: The one line that defines the printed ratios and the band.
+LEGEND = ("legend: A_s/A_0 = activation RMS at residual site s over the input's; G_s/G_2L = mean-loss "
+          "adjoint RMS at site s over the final residual's; the band is the inclusive range a healthy ratio "
+          "stays in")
+
+
+def verdict_line(sites: Sequence[Mapping[str, Any]], band: Sequence[float]) -> str:
+    """The verdict of site rows (:meth:`ResidualHealthRow.to_dict` form) classified in ``band``: within
+    it or not, at how many sites, and the worst ratio outside it, where and by what factor."""
+    lo, hi = float(band[0]), float(band[1])
+    shown = f"[{lo:g}, {hi:g}]"
+    outside = [(r, heading, r[ratio]) for r in sites
+               for heading, ratio, status in (("A_s/A_0", "activation_ratio", "activation_status"),
+                                              ("G_s/G_2L", "adjoint_ratio", "adjoint_status"))
+               if RatioBand(r[status]) is not RatioBand.WITHIN]
+    if not outside:
+        acts, adjs = [r["activation_ratio"] for r in sites], [r["adjoint_ratio"] for r in sites]
+        return (f"verdict: every site within the band {shown}: A_s/A_0 {min(acts):.3g} to {max(acts):.3g}, "
+                f"G_s/G_2L {min(adjs):.3g} to {max(adjs):.3g}")
+    row, heading, ratio = max(outside, key=lambda o: _distance(o[2], (lo, hi)))
+    edge = lo if ratio < lo else hi
+    count = len({o[0]["site"] for o in outside})
+    return (f"verdict: OUTSIDE the band {shown} at {count} of {len(sites)} sites; worst {heading} "
+            f"{ratio:.3g} at {row['label']} (site {row['site']}), {_times(ratio, edge)} the edge {edge:g}")
+
+
+def _distance(ratio: float, band: Tuple[float, float]) -> float:
+    """How far outside the band a ratio lies, as a factor (0 inside; infinite for a zero ratio)."""
+    if ratio < band[0]:
+        return math.inf if ratio <= 0.0 else band[0] / ratio
+    return ratio / band[1] if ratio > band[1] else 0.0
+
+
+def _times(ratio: float, edge: float) -> str:
+    """``'1.4e+03x below'`` or ``'3.1x above'``."""
+    if ratio < edge:
+        return "infinitely below" if ratio <= 0.0 else f"{edge / ratio:.3g}x below"
+    return "infinitely above" if edge <= 0.0 else f"{ratio / edge:.3g}x above"
 
 
 def site_table(sites: Sequence[Mapping[str, Any]]) -> List[str]:

@@ -64,7 +64,7 @@ def test_audit_reads_the_weights_of_a_local_checkpoint(tmp_path, capsys, torch_m
 def test_observe_accepts_a_hf_config_and_a_model_directory(tmp_path, capsys):
     cfg = write(tmp_path, "llama.json", LLAMA)
     code, out, _ = run(capsys, "observe", "--config", cfg, "--seed", "1", "--tokens", "1,2,3,4,5,6,7,8",
-                       "--batch", "2", "--valid", "1,1,1,1,1,1,0,0", "--format", "json")
+                       "--batch-rows", "2", "--valid", "1,1,1,1,1,1,0,0", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and len(doc["report"]["sites"]) == 5 and doc["token_shape"] == [2, 4]
     assert doc["report"]["valid_positions"] == 3 + 1
@@ -72,14 +72,14 @@ def test_observe_accepts_a_hf_config_and_a_model_directory(tmp_path, capsys):
     directory.mkdir()
     write(directory, "config.json", LLAMA)
     code, out, _ = run(capsys, "observe", "--config", str(directory), "--seed", "1", "--tokens", "1,2,3,4,5,6,7,8",
-                       "--batch", "2", "--valid", "1,1,1,1,1,1,0,0", "--format", "table")
+                       "--batch-rows", "2", "--valid", "1,1,1,1,1,1,0,0", "--format", "table")
     assert code == 0 and "block.1.after_feed_forward" in out
 
 
-def test_observe_of_a_pydepth_config_still_needs_targets(tmp_path, capsys):
+def test_observe_of_a_pydepth_config_needs_two_tokens_per_row_without_targets(tmp_path, capsys):
     code, _, err = run(capsys, "observe", "--config", write(tmp_path, "pd.json", PYDEPTH), "--seed", "1",
-                       "--tokens", "1,2,3")
-    assert code == 1 and "--targets is required" in err
+                       "--tokens", "1,2", "--batch-rows", "2")
+    assert code == 1 and "without --targets each row needs at least 2 tokens" in err
 
 
 @pytest.mark.parametrize("doc,match", [({"model_type": "no-such-model"}, "no-such-model"), ("[1, 2]", "JSON object")])
@@ -92,15 +92,15 @@ def test_bad_model_sources_are_refused_with_a_message(doc, match, tmp_path, caps
     assert code == 1 and "no such file" in err
 
 
-def test_observe_of_a_saved_model_needs_no_seed_and_a_config_without_weights_says_it_needs_one(tmp_path, capsys):
+def test_observe_of_a_saved_model_needs_no_seed_and_a_config_without_weights_uses_the_default_seed(tmp_path, capsys):
     need_extra("hf")
     import transformers
     config = transformers.LlamaConfig(**{k: v for k, v in LLAMA.items() if k != "model_type"})
     transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "saved")
     code, out, err = run(capsys, "observe", "--config", str(tmp_path / "saved"), "--tokens", "1,2,3,4")
     assert code == 0 and "block.1.after_feed_forward" in out, err
-    code, _, err = run(capsys, "observe", "--config", write(tmp_path, "llama.json", LLAMA), "--tokens", "1,2,3,4")
-    assert code == 2 and "--seed is required for a Hugging Face config without weights" in err
-    code, _, err = run(capsys, "observe", "--config", write(tmp_path, "pd.json", PYDEPTH), "--tokens", "1,2",
-                       "--targets", "2,3")
-    assert code == 2 and "--seed is required for a pydepth config" in err
+    config = write(tmp_path, "llama.json", LLAMA)
+    code, default, err = run(capsys, "observe", "--config", config, "--tokens", "1,2,3,4")
+    assert code == 0, err
+    code, chapter, err = run(capsys, "observe", "--config", config, "--tokens", "1,2,3,4", "--seed", "4701")
+    assert code == 0 and default == chapter, err

@@ -32,20 +32,18 @@ def test_version(capsys):
 def test_every_option_of_every_subcommand_has_help():
     parser, subs = subparsers()
     assert set(subs) == set(cli.SUBCOMMANDS)
-    old_names = {("laptop", "--tokens")}  # accepted with a warning, deliberately unlisted
+    from pydepth.cli._flags import _Retired
     for name, sub in [("pydepth", parser), *subs.items()]:
         for action in sub._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
-                continue
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction, _Retired)):
+                continue  # retired spellings are refused, deliberately unlisted
             flag = (action.option_strings or [action.dest])[0]  # positionals have no option string
-            if (name, flag) in old_names:
-                continue
             assert action.help and action.help != argparse.SUPPRESS, f"{name} {flag}"
 
 
 # Options the shared helpers in pydepth/cli/_args.py define: one name, one meaning everywhere.
 # --tokens is always token ids; a count of tokens per row is --sequence-length.
-SHARED = ("--config", "--seed", "--format", "--output", "--band", "--control", "--batch", "--tokens",
+SHARED = ("--config", "--seed", "--format", "--output", "--band", "--control", "--batch-rows", "--tokens",
           "--sequence-length")
 
 
@@ -71,13 +69,13 @@ def test_observe_tokens_are_ids_and_laptop_counts_with_sequence_length():
     assert opts["laptop"]["--sequence-length"].metavar == "N"
 
 
-def test_laptop_old_tokens_option_still_works_with_a_warning(capsys):
+def test_laptop_old_tokens_option_is_refused_naming_sequence_length(capsys):
     small = ["laptop", "--vocabulary-size", "64", "--model-width", "8", "--layers", "1", "--heads", "2",
              "--kv-heads", "1", "--feed-forward-width", "8", "--max-positions", "8"]
-    assert cli.main([*small, "--tokens", "5", "--format", "json"]) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out)["tokens"] == 5
-    assert "--tokens N is now --sequence-length N" in captured.err
+    with pytest.raises(SystemExit) as info:
+        cli.main([*small, "--tokens", "5", "--format", "json"])
+    assert info.value.code == 2
+    assert "--tokens is retired; use --sequence-length" in capsys.readouterr().err
     assert cli.main([*small, "--sequence-length", "6", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["tokens"] == 6 and "warning" not in captured.err
@@ -92,7 +90,7 @@ def test_shared_options_have_one_name_and_meaning():
     for name in ("observe", "laptop"):
         assert {"--control", "--band", "--seed"} <= set(opts[name])
     for name in ("observe", "trace"):
-        assert {"--config", "--seed", "--tokens", "--targets", "--batch"} <= set(opts[name])
+        assert {"--config", "--seed", "--tokens", "--targets", "--batch-rows"} <= set(opts[name])
     assert "--output" in opts["trace"]
 
 

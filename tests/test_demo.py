@@ -265,11 +265,11 @@ def test_plot_writes_png_and_svg(tmp_path, capsys):
             assert path.stat().st_size > 0
     assert (tmp_path / "narrow-8-ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (tmp_path / "narrow-8-ratios.svg").read_bytes()[:2000]
-    out = tmp_path / "observe.png"
+    out = tmp_path / "observe" / "health.png"
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(DecoderConfig(266, 4, 1, 4, 2, 4).to_dict()))
     assert cli.main(["observe", "--config", str(cfg), "--seed", "4701", "--tokens", "0,99,100,101",
-                     "--targets", "99,100,101,1", "--plot", str(out)]) == 0
+                     "--targets", "99,100,101,1", "--plot", str(out.parent)]) == 0
     assert out.stat().st_size > 0
 
 
@@ -299,7 +299,7 @@ def test_observe_with_padding_matches_unpadded(capsys, tmp_path):
     assert code == 0
     code, padded, _ = _observe(capsys, tmp_path, cfg, "--seed", "7", "--tokens", "0,99,100,101,3,3,0,5,6,7,1,1",
                                "--targets", "99,100,101,1,3,3,5,6,7,1,1,1", "--valid", "1,1,1,1,0,0,1,1,1,1,0,0",
-                               "--batch", "2")
+                               "--batch-rows", "2")
     assert code == 0
     one, two = json.loads(plain)["report"], json.loads(padded)["report"]
     assert two["valid_positions"] == 8
@@ -318,7 +318,7 @@ def test_observe_table_and_errors(capsys, tmp_path):
     code, _, err = _observe(capsys, tmp_path, cfg, "--seed", "1", "--tokens", "0,1,2,999", "--targets", "1,2,3,4")
     assert code == 1 and "999" in err
     code, _, err = _observe(capsys, tmp_path, cfg, "--seed", "1", "--tokens", "0,1,2", "--targets", "1,2,3",
-                            "--batch", "2")
+                            "--batch-rows", "2")
     assert code == 1 and "2 equal rows" in err
     code, _, err = _observe(capsys, tmp_path, DecoderConfig(266, 4, 1, 4, 0, 4), "--seed", "1",
                             "--tokens", "0,1", "--targets", "1,2")

@@ -28,7 +28,7 @@ def test_example_runs_and_prints_for_people(script, tmp_path):
     if '"--json"' in source:
         args += ["--json", str(tmp_path / "out.json")]
     if '"--plot"' in source and missing_extra("plot") is None:  # without matplotlib: no figure
-        args += ["--plot", str(tmp_path / "out.png")]
+        args += ["--plot", str(tmp_path / "figures")]
     run = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -39,4 +39,5 @@ def test_example_runs_and_prints_for_people(script, tmp_path):
         assert json.loads((tmp_path / "out.json").read_text())
         assert f"wrote {tmp_path / 'out.json'}" in run.stdout or "out.json" in run.stdout
     if "--plot" in args:
-        assert (tmp_path / "out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        (png,) = (tmp_path / "figures").glob("*.png")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -364,7 +364,7 @@ def test_crafted_store_parts(tmp_path_factory, edit, unlist):
     elif kind == "append":
         data += edit[1]
     part.write_bytes(bytes(data))
-    manifest = out / "manifest.json"
+    manifest = out / "_manifest.json"
     if kind == "manifest":
         manifest.write_text(json.dumps(edit[1]))
     elif unlist:

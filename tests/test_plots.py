@@ -147,17 +147,17 @@ def test_observe_control_plot_writes_both_formats(tmp_path, capsys):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(DecoderConfig(266, 4, 1, 4, 8, 4).to_dict()))
     assert cli.main(["observe", "--config", str(cfg), "--seed", "4701", "--tokens", "0,99,100,101",
-                     "--targets", "99,100,101,1", "--control", "--plot", str(tmp_path / "plots" / "n8")]) == 0
+                     "--targets", "99,100,101,1", "--control", "--plot", str(tmp_path / "plots")]) == 0
     err = capsys.readouterr().err
     for suffix in ("png", "svg"):
-        assert (tmp_path / "plots" / f"n8.{suffix}").stat().st_size > 0 and f"n8.{suffix}" in err
-    assert "same-base unscaled control" in (tmp_path / "plots" / "n8.svg").read_text()
+        assert (tmp_path / "plots" / f"health.{suffix}").stat().st_size > 0 and f"health.{suffix}" in err
+    assert "same-base unscaled control" in (tmp_path / "plots" / "health.svg").read_text()
 
 
 def test_laptop_plot_uses_the_same_style(tmp_path, capsys):
     small = ["--vocabulary-size", "64", "--model-width", "8", "--layers", "2", "--heads", "2",
              "--kv-heads", "1", "--feed-forward-width", "8", "--max-positions", "8"]
-    assert cli.main(["laptop", *small, "--control", "--plot", str(tmp_path / "laptop.png")]) == 0
+    assert cli.main(["laptop", *small, "--control", "--plot", str(tmp_path)]) == 0
     assert (tmp_path / "laptop.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "wrote" in capsys.readouterr().err
 

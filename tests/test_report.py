@@ -20,7 +20,7 @@ from pydepth.report import build_report, write_report  # noqa: E402
 CONFIG = {"vocabulary_size": 266, "model_width": 16, "heads": 2, "feed_forward_width": 20, "layers": 2,
           "max_positions": 16}
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "examples" / "data" / "corpus.txt"
-SWEEP = ["--depths", "1,2", "--widths", "16", "--seeds", "0", "--steps", "0,1", "--workers", "1", "--quiet"]
+SWEEP = ["--depths", "1,2", "--widths", "16", "--seeds", "0", "--observe-at", "0,1", "--workers", "1", "--quiet"]
 
 
 def _observe(root: pathlib.Path) -> pathlib.Path:
@@ -34,7 +34,7 @@ def _observe(root: pathlib.Path) -> pathlib.Path:
 def _train(root: pathlib.Path) -> pathlib.Path:
     config = dict(CONFIG, vocabulary_size=256)
     (root / "byte.json").write_text(json.dumps(config))
-    assert main(["train", str(CORPUS), "--config", str(root / "byte.json"), "--steps", "4", "--batch", "2",
+    assert main(["train", str(CORPUS), "--config", str(root / "byte.json"), "--updates", "4", "--batch-rows", "2",
                  "--observe-every", "2", "--out", str(root / "train")]) == 0
     return root / "train"
 

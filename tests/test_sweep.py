@@ -3,6 +3,7 @@
 `dask scheduler` and two `dask worker` processes on 127.0.0.1), resume after a killed run, a
 row recomputed alone, the depth check's figures and summary, and the CLI."""
 import importlib
+import importlib.util
 import json
 import os
 import signal
@@ -395,9 +396,9 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
     row = table.column("row_id")[3].as_py()
     with pytest.raises(DamagedPartError, match=part.name):  # the manifest's hash notices first
         rerun_row(out, row)
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "_manifest.json").read_text())
     del manifest["parts"][part.name]  # an unrecorded part is verified alone (checksums, spec, no twin)
-    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "_manifest.json").write_text(json.dumps(manifest))
     result = rerun_row(out, row)
     assert not result.identical
     assert [c.column for c in result.comparisons if not c.identical] == ["adjoint_ratio"]
@@ -412,22 +413,36 @@ def test_rerun_detects_a_changed_stored_bit(tmp_path):
 
 # -- the depth check and the CLI -------------------------------------------------------------
 
+def _rows_read_by(tool, out):
+    if tool == "polars":
+        import polars
+        return polars.read_parquet(out / "*.parquet").height
+    import duckdb
+    return duckdb.sql(f"select count(*) from read_parquet('{out / '*.parquet'}')").fetchall()[0][0]
+
+
 def test_depth_check_writes_figures_summary_and_data(tmp_path):
     cli = subprocess.run([sys.executable, "-m", "pydepth", "depth-check", "--depths", "1,2,4",
-                          "--widths", "4,16", "--seeds", "0-2", "--steps", "0,1", "--sequence-length", "4",
-                          "--scheduler", "serial", "--quiet", "--out", str(tmp_path / "dc")],
+                          "--widths", "4,16", "--seeds", "0-2", "--observe-at", "0,1", "--sequence-length", "4",
+                          "--scheduler", "serial", "--quiet", "--out", str(tmp_path / "dc"),
+                          "--plot", str(tmp_path / "dc" / "_figures")],
                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=TIMEOUT)
     assert cli.returncode == 0, cli.stderr
     out = tmp_path / "dc"
     for stem in ("depth-check-w4", "depth-check-w16", "sites-d4-w4", "sites-d4-w16"):
-        png = (out / "figures" / f"{stem}.png").read_bytes()
+        png = (out / "_figures" / f"{stem}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-        assert (out / "figures" / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        assert (out / "_figures" / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
     assert not list(out.glob("*.png")) and not list(out.glob("*.svg"))  # the parts' folder holds no figure
+    import pandas
     import pyarrow.dataset
-    rows = pyarrow.dataset.dataset(out, format="parquet", exclude_invalid_files=True).to_table().num_rows
-    assert rows == read_table(out).num_rows
-    summary = (out / "summary.txt").read_text()
+    rows = read_table(out).num_rows  # other tools read the directory as it is, with no options
+    assert pyarrow.dataset.dataset(out).to_table().num_rows == rows
+    assert len(pandas.read_parquet(out)) == rows
+    for tool in ("polars", "duckdb"):
+        if importlib.util.find_spec(tool) is not None:
+            assert _rows_read_by(tool, out) == rows
+    summary = (out / "_summary.txt").read_text()
     assert "First depth out of the band" in summary and summary.strip() in cli.stdout
     assert max(len(line) for line in summary.splitlines()) <= 100
     assert "unscaled" in summary and " of 3 seeds" in summary.replace("\n  ", " ")

@@ -78,13 +78,13 @@ def test_a_part_missing_a_row_is_refused_and_recomputed_when_asked(store, refere
         run(SPEC, out=store, scheduler="serial", progress=False)
     result = run(SPEC, out=store, scheduler="serial", progress=False, recompute_damaged=True)
     assert result.cells_run > 0
-    assert (store / "damaged").is_dir() and len(list((store / "damaged").iterdir())) == 1
+    assert (store / "_damaged").is_dir() and len(list((store / "_damaged").iterdir())) == 1
     fixed, ref = read_table(store), read_table(reference)
     assert fixed.drop(["wall_time_s"]).equals(ref.drop(["wall_time_s"]))
 
 
 def test_parts_are_written_with_page_checksums_and_recorded_in_the_manifest(reference):
-    manifest = json.loads((reference / "manifest.json").read_text())
+    manifest = json.loads((reference / "_manifest.json").read_text())
     assert sorted(manifest["parts"]) == [p.name for p in part_files(reference)]
     part = part_files(reference)[0]
     assert manifest["parts"][part.name]["rows"] == pq.ParquetFile(part).metadata.num_rows
@@ -93,9 +93,9 @@ def test_parts_are_written_with_page_checksums_and_recorded_in_the_manifest(refe
 
 def test_an_unrecorded_part_with_a_flipped_data_byte_fails_its_page_checksum(store):
     part = part_files(store)[0]
-    manifest = json.loads((store / "manifest.json").read_text())
+    manifest = json.loads((store / "_manifest.json").read_text())
     del manifest["parts"][part.name]  # no hash to compare with: the page checksums must notice
-    (store / "manifest.json").write_text(json.dumps(manifest))
+    (store / "_manifest.json").write_text(json.dumps(manifest))
     chunk = pq.ParquetFile(part).metadata.row_group(0).column(0)
     data = bytearray(part.read_bytes())
     data[chunk.dictionary_page_offset + chunk.total_compressed_size - 1] ^= 0x01  # last byte of its last page
@@ -118,6 +118,6 @@ def test_the_cli_refuses_a_damaged_store_with_one_line_and_recomputes_with_the_f
 
 
 def test_a_spec_file_nested_a_hundred_thousand_deep_is_a_store_error(store):
-    (store / "sweep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (store / "_sweep.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(SweepStoreError, match="too deeply"):
         read_table(store)

@@ -46,7 +46,7 @@ def test_trace_cli_matches_reference(reference_trace, tmp_path):
     out = tmp_path / "trace.json"
     cmd = [sys.executable, "-m", "pydepth", "trace", "--config", str(config), "--seed", str(ref["seed"]),
            "--tokens", ",".join(map(str, ref["tokens"])), "--targets", ",".join(map(str, ref["targets"])),
-           "--batch", str(ref["token_shape"][0]), "--output", str(out)]
+           "--batch-rows", str(ref["token_shape"][0]), "--output", str(out)]
     subprocess.run(cmd, check=True, cwd=tmp_path)
     doc = json.loads(out.read_text())
     assert doc["format"] == reference_trace["format"]

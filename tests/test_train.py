@@ -51,7 +51,7 @@ def test_the_bundled_corpus_is_original_plain_text_of_tens_of_kilobytes():
 
 
 def test_interrupted_and_resumed_run_equals_the_uninterrupted_run(tmp_path, config, monkeypatch):
-    common = ["--config", config, "--steps", 6, "--batch", 2, "--sequence-length", 16, "--seed", 3, "--lr", 1e-2]
+    common = ["--config", config, "--updates", 6, "--batch-rows", 2, "--sequence-length", 16, "--seed", 3, "--lr", 1e-2]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
 
     from pydepth.training import step as train_module
@@ -78,7 +78,7 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_run(tmp_path, conf
 
 
 def test_periodic_checkpoints_resume_exactly_and_observing_changes_nothing(tmp_path, config):
-    common = ["--config", config, "--steps", 5, "--batch", 2, "--sequence-length", 12, "--policy", "unscaled"]
+    common = ["--config", config, "--updates", 5, "--batch-rows", 2, "--sequence-length", 12, "--policy", "unscaled"]
     assert run("train", CORPUS, *common, "--out", tmp_path / "a", "--checkpoint-every", 2) == 0
     assert sorted(p.name for p in (tmp_path / "a").glob("*.safetensors")) == [
         "step-000002.safetensors", "step-000004.safetensors", "step-000005.safetensors"]
@@ -94,12 +94,12 @@ def test_periodic_checkpoints_resume_exactly_and_observing_changes_nothing(tmp_p
 def test_plot_shows_loss_and_site_ratios(tmp_path, config):
     need_extra("plot")
     out = tmp_path / "p"
-    assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
-               "--observe-every", 1, "--out", out, "--plot", out / "train.png") == 0
+    assert run("train", CORPUS, "--config", config, "--updates", 3, "--batch-rows", 1, "--sequence-length", 8,
+               "--observe-every", 1, "--out", out, "--plot", out) == 0
     assert (out / "train.png").stat().st_size > 10_000
-    assert run("train", CORPUS, "--resume", out / "step-000003.safetensors", "--steps", 4, "--out", out,
+    assert run("train", CORPUS, "--resume", out / "step-000003.safetensors", "--updates", 4, "--out", out,
                "--plot", out / "figure") == 0
-    assert (out / "figure.png").exists() and (out / "figure.svg").exists()
+    assert (out / "figure" / "train.png").exists() and (out / "figure" / "train.svg").exists()
 
 
 def health_rows(directory):
@@ -109,9 +109,9 @@ def health_rows(directory):
 def test_a_resumed_run_keeps_its_observe_checkpoint_and_plot_options_and_its_directory(tmp_path, config):
     need_extra("plot")
     full, part = tmp_path / "full", tmp_path / "part"
-    common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 3, "--steps", 6]
+    common = ["--config", config, "--batch-rows", 2, "--sequence-length", 12, "--seed", 3, "--updates", 6]
     assert run("train", CORPUS, *common, "--observe-every", 2, "--checkpoint-every", 2, "--out", full,
-               "--plot", full / "train.png") == 0
+               "--plot", full) == 0
     part.mkdir()
     (part / "step-000002.safetensors").write_bytes((full / "step-000002.safetensors").read_bytes())
     (full / "train.png").unlink()
@@ -132,23 +132,23 @@ def test_a_resumed_run_keeps_its_observe_checkpoint_and_plot_options_and_its_dir
 
 def test_a_resume_refuses_a_tampered_stored_option(tmp_path, config, capsys):
     out = tmp_path / "t"
-    assert run("train", CORPUS, "--config", config, "--batch", 1, "--sequence-length", 8, "--steps", 1,
+    assert run("train", CORPUS, "--config", config, "--batch-rows", 1, "--sequence-length", 8, "--updates", 1,
                "--out", out) == 0
     ck = checkpoint.load(out / "step-000001.safetensors")
     extra = dict(ck.extra)
     extra["train"] = {**extra["train"], "observe_every": "often"}
     checkpoint.save(out / "bad.safetensors", ck.model, optimizer=ck.optimizer(), rng=ck.rng, record=ck.record,
                     step=ck.step, extra=extra)
-    assert run("train", CORPUS, "--resume", out / "bad.safetensors", "--steps", 2) == 1
+    assert run("train", CORPUS, "--resume", out / "bad.safetensors", "--updates", 2) == 1
     assert "observe_every" in capsys.readouterr().err and not (out / "step-000002.safetensors").exists()
 
 
 def test_the_end_observation_is_what_a_longer_run_observes_at_that_step(tmp_path, config):
-    common = ["--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2]
-    assert run("train", CORPUS, "--config", config, *common, "--steps", 6, "--checkpoint-every", 4,
+    common = ["--batch-rows", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2]
+    assert run("train", CORPUS, "--config", config, *common, "--updates", 6, "--checkpoint-every", 4,
                "--out", tmp_path / "long") == 0
     # resumed at step 4 with nothing left to train: only the end observation of the parameters after 4 updates
-    assert run("train", CORPUS, "--resume", tmp_path / "long" / "step-000004.safetensors", "--steps", 4,
+    assert run("train", CORPUS, "--resume", tmp_path / "long" / "step-000004.safetensors", "--updates", 4,
                "--observe-every", 2, "--out", tmp_path / "short") == 0
     long, short = health_rows(tmp_path / "long"), health_rows(tmp_path / "short")
     assert [h["step"] for h in long] == [0, 2, 4, 6] and [h["step"] for h in short] == [4]
@@ -156,8 +156,8 @@ def test_the_end_observation_is_what_a_longer_run_observes_at_that_step(tmp_path
 
 
 def test_a_resumed_run_writes_the_health_log_of_the_uninterrupted_run(tmp_path, config, monkeypatch):
-    common = ["--config", config, "--batch", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2,
-              "--steps", 7]
+    common = ["--config", config, "--batch-rows", 2, "--sequence-length", 12, "--seed", 5, "--observe-every", 2,
+              "--updates", 7]
     assert run("train", CORPUS, *common, "--out", tmp_path / "full") == 0
     from pydepth.training import step as train_module
     real_step, calls = train_module.train_step, []
@@ -183,8 +183,8 @@ def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp
     from pydepth.plots.style import texts_outside_figure
     figures = []
     monkeypatch.setattr(plots_train, "save_figure", lambda fig, target, formats=None: figures.append(fig) or [])
-    assert run("train", CORPUS, "--config", config, "--steps", 7, "--batch", 1, "--sequence-length", 8,
-               "--observe-every", 3, "--out", tmp_path / "o", "--plot", tmp_path / "o" / "t.png") == 0
+    assert run("train", CORPUS, "--config", config, "--updates", 7, "--batch-rows", 1, "--sequence-length", 8,
+               "--observe-every", 3, "--out", tmp_path / "o", "--plot", tmp_path / "o") == 0
     (fig,) = figures
     fig.canvas.draw()
     assert texts_outside_figure(fig) == []
@@ -199,22 +199,21 @@ def test_the_training_plot_has_integer_step_ticks_and_reaches_the_final_step(tmp
 def test_refusals_name_the_problem(tmp_path, config, capsys):
     small = tmp_path / "small.json"
     small.write_text(json.dumps(dict(TINY, vocabulary_size=100)))
-    assert run("train", CORPUS, "--config", small, "--steps", 1, "--out", tmp_path / "x") == 1
+    assert run("train", CORPUS, "--config", small, "--updates", 1, "--out", tmp_path / "x") == 1
     assert "vocabulary_size >= 256, got 100" in capsys.readouterr().err
-    assert run("train", CORPUS, "--config", config, "--sequence-length", 17, "--steps", 1, "--out", tmp_path / "x") == 1
+    assert run("train", CORPUS, "--config", config, "--sequence-length", 17, "--updates", 1,
+               "--out", tmp_path / "x") == 1
     assert "max_positions=16], got 17" in capsys.readouterr().err
-    assert run("train", CORPUS, "--config", config, "--steps", 2, "--batch", 1, "--out", tmp_path / "r") == 0
+    assert run("train", CORPUS, "--config", config, "--updates", 2, "--batch-rows", 1, "--out", tmp_path / "r") == 0
     ck = tmp_path / "r" / "step-000002.safetensors"
     other = tmp_path / "other.txt"
     other.write_text("A different text.\n\nWith two paragraphs.\n")
     assert run("train", other, "--resume", ck, "--out", tmp_path / "r") == 1
     assert "differs from the text the checkpoint was trained on" in capsys.readouterr().err
-    assert run("train", CORPUS, "--resume", ck, "--batch", 3, "--out", tmp_path / "r") == 1
-    assert "--batch 3 (checkpoint: 1)" in capsys.readouterr().err
-    assert run("train", CORPUS, "--steps", 2, "--out", tmp_path / "r") == 1
+    assert run("train", CORPUS, "--resume", ck, "--batch-rows", 3, "--out", tmp_path / "r") == 1
+    assert "--batch-rows 3 (checkpoint: 1)" in capsys.readouterr().err
+    assert run("train", CORPUS, "--updates", 2, "--out", tmp_path / "r") == 1
     assert "--config is required" in capsys.readouterr().err
-    assert run("train", CORPUS, "--config", config, "--steps", "1,2", "--out", tmp_path / "x") == 1
-    assert "--steps must be one positive integer for train, got '1,2'" in capsys.readouterr().err
     assert run("train", CORPUS, "--config", config, "--lr", "nan", "--out", tmp_path / "x") == 1
     assert "--lr must be a finite positive number, got nan" in capsys.readouterr().err
     assert run("train", CORPUS, "--config", config, "--weight-decay", "-1", "--out", tmp_path / "x") == 1
@@ -253,7 +252,7 @@ def test_training_runs_outside_the_main_thread_without_a_signal_handler(tmp_path
     import threading
     codes = []
     worker = threading.Thread(target=lambda: codes.append(run(
-        "train", CORPUS, "--config", config, "--steps", 1, "--batch", 1, "--out", tmp_path / "t")))
+        "train", CORPUS, "--config", config, "--updates", 1, "--batch-rows", 1, "--out", tmp_path / "t")))
     worker.start()
     worker.join()
     assert codes == [0] and (tmp_path / "t" / "step-000001.safetensors").exists()
@@ -269,7 +268,7 @@ def test_the_example_data_readme_states_the_configs_true_parameter_count():
 
 
 def test_train_ends_with_one_summary_line_on_stdout(tmp_path, config, capsys):
-    assert run("train", CORPUS, "--config", config, "--steps", 3, "--batch", 1, "--sequence-length", 8,
+    assert run("train", CORPUS, "--config", config, "--updates", 3, "--batch-rows", 1, "--sequence-length", 8,
                "--out", tmp_path / "o") == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("trained to step 3 of 3 (3 steps in ")

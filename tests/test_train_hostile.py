@@ -50,7 +50,7 @@ def edit_train_extra(path, edit):
 @pytest.fixture
 def short_run(tmp_path, config):
     out = tmp_path / "run"
-    assert train(CORPUS, "--config", config, "--steps", 2, "--batch", 2, "--out", out) == 0
+    assert train(CORPUS, "--config", config, "--updates", 2, "--batch-rows", 2, "--out", out) == 0
     return out / "step-000002.safetensors"
 
 
@@ -58,7 +58,7 @@ def short_run(tmp_path, config):
 
 def test_a_billion_row_batch_is_refused_before_anything_is_allocated(tmp_path, config, capsys):
     t0 = time.perf_counter()
-    assert train(CORPUS, "--config", config, "--batch", 10**9, "--out", tmp_path / "big") == 1
+    assert train(CORPUS, "--config", config, "--batch-rows", 10**9, "--out", tmp_path / "big") == 1
     assert time.perf_counter() - t0 < 5.0
     err = capsys.readouterr().err
     assert "batch 1000000000 x sequence length 16" in err and "memory budget" in err
@@ -67,7 +67,7 @@ def test_a_billion_row_batch_is_refused_before_anything_is_allocated(tmp_path, c
 
 def test_a_checkpoint_storing_a_billion_row_batch_is_refused_on_resume(tmp_path, short_run, capsys):
     edit_train_extra(short_run, lambda t: t.update(batch=10**9))
-    assert train(CORPUS, "--resume", short_run, "--steps", 4) == 1
+    assert train(CORPUS, "--resume", short_run, "--updates", 4) == 1
     assert "memory budget" in capsys.readouterr().err
 
 
@@ -80,7 +80,7 @@ def test_the_budget_refusal_is_a_typed_error_of_run_training(tmp_path):
 SIGNAL_RUN = """
 import sys
 from pydepth.cli import main
-sys.exit(main(["train", sys.argv[1], "--config", sys.argv[2], "--steps", "100000", "--batch", "64",
+sys.exit(main(["train", sys.argv[1], "--config", sys.argv[2], "--updates", "100000", "--batch-rows", "64",
                "--sequence-length", "256", "--out", sys.argv[3]]))
 """
 BIG = {"vocabulary_size": 256, "model_width": 64, "heads": 4, "feed_forward_width": 256, "layers": 8,
@@ -143,7 +143,7 @@ def test_a_crafted_stored_option_is_refused_like_the_command_line_would(tmp_path
     elsewhere = tmp_path / "elsewhere" / "pwned"  # outside the run's directory
     value = str(elsewhere) if value == "ABSOLUTE" else value
     edit_train_extra(short_run, lambda t: t.update({field: value}))
-    assert train(CORPUS, "--resume", short_run, "--steps", 3) == 1
+    assert train(CORPUS, "--resume", short_run, "--updates", 3) == 1
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
     assert not elsewhere.parent.exists() and not (short_run.parent.parent / "pwned.png").exists()
@@ -183,15 +183,15 @@ def test_a_torn_last_line_of_train_jsonl_is_dropped_with_a_warning_on_resume(tmp
     log = short_run.parent / "train.jsonl"
     log.write_text(log.read_text() + '{"step": 3, "loss": 5.4')
     with pytest.warns(UserWarning, match="torn last line"):
-        assert train(CORPUS, "--resume", short_run, "--steps", 3) == 0
-    assert [json.loads(x)["step"] for x in log.read_text().splitlines()] == [1, 2, 3]
+        assert train(CORPUS, "--resume", short_run, "--updates", 3) == 0
+    assert [json.loads(x)["step"] for x in log.read_text().splitlines()] == [0, 1, 2]
 
 
 def test_a_damaged_middle_line_is_refused_naming_it(tmp_path, short_run, capsys):
     log = short_run.parent / "train.jsonl"
     lines = log.read_text().splitlines()
     log.write_text("garbage\n" + "\n".join(lines) + "\n")
-    assert train(CORPUS, "--resume", short_run, "--steps", 3) == 1
+    assert train(CORPUS, "--resume", short_run, "--updates", 3) == 1
     assert "line 1 is not a log record" in capsys.readouterr().err
 
 

@@ -36,7 +36,7 @@ def losses(directory):
 def test_a_library_run_equals_the_command_line_run_bit_for_bit(tmp_path):
     config_file = tmp_path / "tiny.json"
     config_file.write_text(json.dumps(TINY))
-    assert main([str(a) for a in ("train", CORPUS, "--config", config_file, "--steps", 4, "--batch", 2,
+    assert main([str(a) for a in ("train", CORPUS, "--config", config_file, "--updates", 4, "--batch-rows", 2,
                                   "--sequence-length", 12, "--seed", 3, "--observe-every", 2,
                                   "--out", tmp_path / "cli")]) == 0
     settings = TrainSettings(steps=4, batch=2, tokens=12, seed=3, observe_every=2)

@@ -16,7 +16,8 @@ import threading
 from types import ModuleType
 from typing import Any, Optional, Sequence
 
-from ._args import error
+from ._args import error, file_error
+from ._flags import add_retired
 from .._version import __version__
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
@@ -68,8 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMANDS:
         _module(name).register(sub)
-    for command in sub.choices.values():  # every subcommand documents the same exit codes
+    for name, command in sub.choices.items():  # the same exit codes, --quiet and retired names everywhere
         command.epilog = f"{command.epilog} {EXIT_CODES}" if command.epilog else EXIT_CODES
+        if "--quiet" not in command._option_string_actions:
+            command.add_argument("--quiet", action="store_true", help="no progress or 'wrote' lines on stderr")
+        add_retired(name, command)
     return parser
 
 
@@ -115,7 +119,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 1
         _silence_stdout()
         return _EXIT_BROKEN_PIPE
-    except (PydepthError, ValueError, OSError) as err:
+    except OSError as err:
+        error(file_error(err))
+        return 1
+    except (PydepthError, ValueError) as err:
         error(str(err))
         return 1
     except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: a one-line note and the shell's usual status

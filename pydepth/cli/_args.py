@@ -7,7 +7,7 @@ import json
 import os
 import math
 import sys
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -69,6 +69,10 @@ def nonnegative_float(text: str) -> float:
     if not math.isfinite(v) or v < 0.0:
         raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
     return v
+
+
+#: The seed the chapter initializes every fixture with, the default of every ``--seed``.
+CHAPTER_SEED = 4701
 
 
 def error(message: str) -> None:
@@ -140,11 +144,30 @@ def add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
 
 
-def add_plot(p: argparse.ArgumentParser) -> None:
-    """``--plot PATH`` for subcommands that draw one figure."""
-    p.add_argument("--plot", metavar="PATH", help="also write the ratio plot: PATH ending in .png, "
-                   ".svg or .pdf writes that file, any other PATH writes PATH.png and PATH.svg "
+def add_plot(p: argparse.ArgumentParser, what: str = "the ratio plot") -> None:
+    """``--plot DIR``, the same on every subcommand that draws: figures (PNG and SVG) into DIR."""
+    p.add_argument("--plot", metavar="DIR", help=f"also write {what} (PNG and SVG) into DIR "
                    "(needs pip install 'pydepth[plot]')")
+
+
+def add_seed(p: argparse.ArgumentParser, what: str = "SplitMix64 seed of the base initializer") -> None:
+    """``--seed S``, optional everywhere, default the chapter's 4701."""
+    p.add_argument("--seed", type=seed, default=CHAPTER_SEED, metavar="S",
+                   help=f"{what} (default the chapter's {CHAPTER_SEED})")
+
+
+def note(args: argparse.Namespace, text: str) -> None:
+    """A line for people on stderr (progress, 'wrote ...'), unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def file_error(err: OSError) -> str:
+    """One form for every file error: ``PATH: reason`` (other OS errors keep their own text)."""
+    if err.filename is None or not err.strerror:
+        return str(err)
+    return f"{err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
 
 
 def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
@@ -154,17 +177,39 @@ def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as fh:
             fh.write(body)
-        sys.stderr.write(f"wrote {args.output}\n")
+        note(args, f"wrote {args.output}")
     else:
         sys.stdout.write(body)
 
 
 def plot_paths(path: str, draw: Callable[[Any, Optional[Sequence[str]]], List[Any]]) -> List[Any]:
-    """Calls ``draw(target, formats)`` for ``--plot PATH`` (see :func:`add_plot`); creates the
-    parent directory."""
+    """Calls ``draw(target, formats)``: a PATH ending in .png, .svg or .pdf is that file, any other
+    PATH means PATH.png and PATH.svg; creates the parent directory."""
     import pathlib
     target = pathlib.Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() in (".png", ".svg", ".pdf"):
         return draw(target, None)
     return draw(target, ("png", "svg"))
+
+
+def in_dir(directory: str, stem: str) -> str:
+    """``--plot DIR``'s figure ``stem`` (``plot_paths`` writes ``stem.png`` and ``stem.svg``)."""
+    import pathlib
+    return str(pathlib.Path(directory) / stem)
+
+
+def inputs_and_targets(tokens: Sequence[int], targets: Optional[Sequence[int]],
+                       batch_rows: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The input and target rows; without ``targets``, each row's tokens shifted by one (inputs all
+    but the last token, targets all but the first)."""
+    ids: np.ndarray = rows("tokens", tokens, batch_rows).astype(np.int64)
+    if targets is not None:
+        wanted: np.ndarray = rows("targets", targets, batch_rows).astype(np.int64)
+        if wanted.shape != ids.shape:
+            raise ValueError(f"targets shape {wanted.shape} differs from tokens shape {ids.shape}")
+        return ids, wanted
+    if ids.shape[1] < 2:
+        raise ValueError(f"without --targets each row needs at least 2 tokens (the targets are the tokens "
+                         f"shifted by one), got {ids.shape[1]}")
+    return np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])

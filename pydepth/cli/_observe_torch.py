@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 
@@ -15,35 +14,31 @@ def run(args: argparse.Namespace) -> int:
     """Observes a Hugging Face model; ``--targets`` are its labels (shifted inside the model;
     default the inputs), ``--valid`` its attention mask. Returns the exit code."""
     from ..errors import TorchDependencyError
-    from ._models import has_weights, load_torch_model
+    from ._models import load_torch_model
     if args.control:
         raise ValueError("--control needs a pydepth config (a Hugging Face model has no same-base "
                          "unscaled draw)")
     if args.plot and _args.plot_missing():
         return 2
-    if args.seed is None and not has_weights(args.config):
-        _args.error("--seed is required for a Hugging Face config without weights (the torch seed of its "
-                    "random initialization)")
-        return 2
     try:
-        module, description = load_torch_model(args.config, seed=0 if args.seed is None else args.seed)
+        module, description = load_torch_model(args.config, seed=args.seed)
         from ..torch import observe_residual_health
     except TorchDependencyError as err:
         _args.error(str(err))
         return 2
     import torch
-    tokens = torch.from_numpy(_args.rows("tokens", args.tokens, args.batch).astype(np.int64))
+    tokens = torch.from_numpy(_args.rows("tokens", args.tokens, args.batch_rows).astype(np.int64))
     labels = mask = None
     if args.targets is not None:
-        labels = torch.from_numpy(_args.rows("labels", args.targets, args.batch).astype(np.int64))
+        labels = torch.from_numpy(_args.rows("labels", args.targets, args.batch_rows).astype(np.int64))
     if args.valid is not None:
-        mask = torch.from_numpy(_args.rows("validity flags", args.valid, args.batch).astype(np.int64))
+        mask = torch.from_numpy(_args.rows("validity flags", args.valid, args.batch_rows).astype(np.int64))
     report = observe_residual_health(module, tokens, labels, attention_mask=mask, band=args.band)
     doc = {"model": description, "seed": args.seed, "token_shape": list(tokens.shape), "report": report.to_dict()}
     _args.emit(args, doc, report.to_table(f"{description}: residual health"))
     if args.plot:
         from ..plots.health import plot_report
-        for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
+        for path in _args.plot_paths(_args.in_dir(args.plot, "health"), lambda target, formats: plot_report(
                 report, target, model=description, seed=args.seed, formats=formats, label="observed")):
-            sys.stderr.write(f"wrote {path}\n")
+            _args.note(args, f"wrote {path}")
     return 0

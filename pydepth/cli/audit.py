@@ -26,11 +26,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--base-std", type=float, default=None, metavar="STD",
                    help="base standard deviation (default: Xavier for pydepth, the config's "
                    "initializer_range for Hugging Face, else the median of the other matrices)")
-    p.add_argument("--tolerance", type=float, default=0.2,
+    p.add_argument("--tolerance", type=float, default=0.2, metavar="TOL",
                    help="relative tolerance of an 'ok' verdict (default 0.2)")
-    p.add_argument("--seed", type=_args.seed, default=0,
-                   help="seed of a randomly initialized model (SplitMix64 for pydepth, torch for "
-                   "Hugging Face configs; default 0)")
+    _args.add_seed(p, "seed of a randomly initialized model (SplitMix64 for pydepth, torch for "
+                   "Hugging Face configs)")
     p.add_argument("--unscaled", action="store_true",
                    help="pydepth configs: audit the plain Xavier model instead of the depth-initialized one")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when any matrix is not 'ok'")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from . import _args
 
@@ -15,8 +14,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "their same-base unscaled controls, check every stored transform bit for bit, "
                        "and report residual health; exits 1 when a self-check fails.")
     _args.add_output(p)
-    p.add_argument("--plot", metavar="DIR", help="also write one ratio plot per fixture (PNG and SVG, "
-                   "control overlaid) into DIR (needs pip install 'pydepth[plot]')")
+    _args.add_plot(p, "one ratio plot per fixture (control overlaid)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from ..plots.health import plot_demo
         for path in plot_demo(doc, args.plot):
-            sys.stderr.write(f"wrote {path}\n")
+            _args.note(args, f"wrote {path}")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from . import _args
 
@@ -19,10 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "on stderr. The size options shrink the plan for quick runs.")
     p.add_argument("--sequence-length", type=_args.positive, default=None, metavar="N",
                    help="tokens per pass (default 512, or max positions if smaller)")
-    # the old name, which meant a count here and token ids in observe/trace; kept working, unlisted
-    p.add_argument("--tokens", type=_args.positive, dest="tokens_old_name", help=argparse.SUPPRESS)
-    p.add_argument("--seed", type=_args.seed, default=4701,
-                   help="SplitMix64 seed of the base initializer (default 4701)")
+    _args.add_seed(p)
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
@@ -35,7 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _table(result: dict, tokens: int) -> str:
-    lines = [f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
+    first = result["runs"][0]
+    lines = [f"{first['label']}: {first['report'].verdict()}",
+             f"laptop plan: {result['parameter_count']:,} parameters, {tokens} tokens, "
              f"{result['threads']} threads, seed {result['seed']}",
              f"build (prepare + complete): {result['build_seconds']:.2f} s"]
     for r in result["runs"]:
@@ -52,9 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and _args.plot_missing():
         return 2
     cfg = plan_config({k: getattr(args, k) for k in _OVERRIDES})
-    if args.tokens_old_name is not None:
-        sys.stderr.write("pydepth: warning: laptop --tokens N is now --sequence-length N\n")
-    tokens = args.sequence_length or args.tokens_old_name or min(512, cfg.max_positions)
+    tokens = args.sequence_length or min(512, cfg.max_positions)
     result = run_plan(cfg, tokens, seed=args.seed, control=args.control, band=args.band)
     doc = dict(result)
     doc["runs"] = [dict(r, report=r["report"].to_dict()) for r in result["runs"]]
@@ -64,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
         from ..plots.style import policy_label
         runs = result["runs"]
         record = result["record"]
-        for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
+        for path in _args.plot_paths(_args.in_dir(args.plot, "laptop"), lambda target, formats: plot_report(
                 runs[0]["report"], target, control=runs[1]["report"] if len(runs) > 1 else None,
                 model=f"laptop plan, {describe_config(cfg)}", seed=args.seed, formats=formats,
                 policy=policy_label(record["factor"]))):
-            sys.stderr.write(f"wrote {path}\n")
+            _args.note(args, f"wrote {path}")
     return 0

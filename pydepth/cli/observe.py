@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -20,17 +19,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--config", required=True, metavar="CONFIG.json",
                    help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}}), or a "
                    "Hugging Face config.json or local model directory (observed through pydepth.torch)")
-    p.add_argument("--seed", type=_args.seed, default=None,
-                   help="SplitMix64 seed of the base initializer (a Hugging Face config: the torch seed of "
-                   "its random initialization); required unless --config is a saved model with weights")
+    _args.add_seed(p, "SplitMix64 seed of the base initializer (a Hugging Face config: the torch seed of "
+                   "its random initialization; unused for a saved model with weights)")
     p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
                    help="comma-separated input ids, row-major")
     p.add_argument("--targets", type=_args.ints, metavar="IDS",
-                   help="comma-separated target ids, row-major (required for pydepth configs; for "
-                   "Hugging Face models their labels, shifted inside the model, default the inputs)")
+                   help="comma-separated target ids, row-major (default: each row's tokens shifted by one, "
+                   "the inputs being all but the last; for Hugging Face models their labels, shifted inside "
+                   "the model, default the inputs)")
     p.add_argument("--valid", type=_args.bits, metavar="FLAGS",
                    help="comma-separated 0/1 validity flags, row-major; 0 marks padding (one segment per row)")
-    p.add_argument("--batch", type=_args.positive, default=1, help="number of rows (default 1)")
+    p.add_argument("--batch-rows", type=_args.positive, default=1, metavar="N",
+                   help="number of rows the ids are split into (default 1)")
     p.add_argument("--control", action="store_true",
                    help="also observe the same-base unscaled control (the base draw before depth scaling)")
     _args.add_band(p)
@@ -58,21 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from . import _models, _observe_torch
     if _models.is_hf_source(args.config):
         return _observe_torch.run(args)
-    if args.seed is None:
-        _args.error("--seed is required for a pydepth config (the SplitMix64 seed of its initialization)")
-        return 2
-    if args.targets is None:
-        raise ValueError("--targets is required for a pydepth config")
     if args.plot and _args.plot_missing():
         return 2
     cfg = _args.load_config(args.config)
-    tokens: np.ndarray = _args.rows("tokens", args.tokens, args.batch).astype(np.int64)
-    targets: np.ndarray = _args.rows("targets", args.targets, args.batch).astype(np.int64)
-    if targets.shape != tokens.shape:
-        raise ValueError(f"targets shape {targets.shape} differs from tokens shape {tokens.shape}")
+    tokens, targets = _args.inputs_and_targets(args.tokens, args.targets, args.batch_rows)
     valid: Optional[np.ndarray] = None
     if args.valid is not None:
-        valid = _args.rows("validity flags", args.valid, args.batch).astype(bool)
+        valid = _args.rows("validity flags", args.valid, args.batch_rows).astype(bool)
         if valid.shape != tokens.shape:
             raise ValueError(f"validity shape {valid.shape} differs from tokens shape {tokens.shape}")
     fresh = FreshDepthInitialization.prepare(cfg, DepthInitializationBudget.for_config(cfg), SplitMix64(args.seed))
@@ -98,9 +90,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from ..plots.health import describe_config, plot_report
         from ..plots.style import policy_label
-        for path in _args.plot_paths(args.plot, lambda target, formats: plot_report(
+        for path in _args.plot_paths(_args.in_dir(args.plot, "health"), lambda target, formats: plot_report(
                 observed["report"], target, control=None if control is None else control["report"],
                 model=describe_config(cfg), seed=args.seed, formats=formats,
                 policy=policy_label(init.record.factor))):
-            sys.stderr.write(f"wrote {path}\n")
+            _args.note(args, f"wrote {path}")
     return 0

@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "to read it. The page loads nothing from the network. Needs the 'plot' extra "
                        "(pip install 'pydepth[plot]'; 'sweep' too for sweep and depth-check outputs).")
     p.add_argument("directory", metavar="DIR", help="the output directory of a pydepth command")
-    p.add_argument("--out", metavar="FILE.html", default=None,
-                   help="where to write the page (default: DIR-report.html beside DIR)")
+    p.add_argument("--output", metavar="FILE", default=None,
+                   help="the HTML file to write (default: DIR-report.html beside DIR)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.errors import SweepDependencyError
     from ._args import error
     try:
-        path = write_report(args.directory, args.out)
+        path = write_report(args.directory, args.output)
     except (PlotDependencyError, SweepDependencyError) as err:  # a missing extra is a usage error
         error(str(err))
         return 2
-    sys.stdout.write(f"wrote {path}\n")
+    sys.stdout.write(f"wrote {path}\n")  # the command's result, so on stdout
     return 0

@@ -9,24 +9,25 @@ from typing import Any, Dict, Tuple
 
 from . import _args
 
-# Grid options: (flag, spec field, argparse type, help). Shared with ``depth-check``.
+# Grid options: (flag, spec field, argparse type, metavar, help). Shared with ``depth-check``.
 _GRID = (
-    ("--depths", "depths", str, "numbers of blocks, e.g. 1,2,4 or 1-8"),
-    ("--widths", "widths", str, "model widths, e.g. 16,64"),
-    ("--seeds", "seeds", str, "initialization seeds, e.g. 0-4"),
-    ("--policies", "policies", str, "scaled (pydepth's depth policy), unscaled (same-base control) or both"),
-    ("--steps", "steps", str, "optimizer steps at which to observe, e.g. 0,1,5,10 (AdamW on a fixed batch)"),
-    ("--sequence-length", "sequence_length", _args.positive,
+    ("--depths", "depths", str, "LIST", "numbers of blocks, e.g. 1,2,4 or 1-8"),
+    ("--widths", "widths", str, "LIST", "model widths, e.g. 16,64"),
+    ("--seeds", "seeds", str, "LIST", "initialization seeds, e.g. 0-4"),
+    ("--policies", "policies", str, "LIST", "scaled (pydepth's depth policy), unscaled (same-base control) or both"),
+    ("--observe-at", "steps", str, "STEPS", "observe after these numbers of optimizer updates, e.g. 0,1,5,10 "
+     "(AdamW on a fixed batch; 0 is the initialization)"),
+    ("--sequence-length", "sequence_length", _args.positive, "N",
      "positions per row of the fixed token batch (also the models' max positions)"),
-    ("--batch-rows", "batch_rows", _args.positive, "rows of the fixed batch"),
-    ("--vocabulary-size", "vocabulary_size", _args.positive, "vocabulary size"),
-    ("--head-width", "head_width", _args.positive, "features per attention head (heads = width // head width)"),
-    ("--ff-ratio", "ff_ratio", float, "feed-forward width as a multiple of the model width"),
-    ("--data-seed", "data_seed", _args.seed, "seed of the fixed token batch"),
-    ("--lr", "lr", float, "AdamW learning rate"),
-    ("--weight-decay", "weight_decay", float, "AdamW decoupled weight decay"),
-    ("--backend", "backend", str, "pydepth (the C core) or torch (the same draw in the torch twin, observed "
-     "by pydepth.torch's hooks; needs the 'torch' extra)"),
+    ("--batch-rows", "batch_rows", _args.positive, "N", "rows of the fixed batch"),
+    ("--vocabulary-size", "vocabulary_size", _args.positive, "N", "vocabulary size"),
+    ("--head-width", "head_width", _args.positive, "N", "features per attention head (heads = width // head width)"),
+    ("--ff-ratio", "ff_ratio", float, "X", "feed-forward width as a multiple of the model width"),
+    ("--data-seed", "data_seed", _args.seed, "S", "seed of the fixed token batch"),
+    ("--lr", "lr", float, "LR", "AdamW learning rate"),
+    ("--weight-decay", "weight_decay", float, "WD", "AdamW decoupled weight decay"),
+    ("--backend", "backend", str, "NAME", "pydepth (the C core) or torch (the same draw in the torch twin, "
+     "observed by pydepth.torch's hooks; needs the 'torch' extra)"),
 )
 
 
@@ -44,33 +45,46 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: Dict[str, Any], *, ou
                      required: Tuple[str, ...] = ()) -> None:
     """Adds the grid and engine options shared by ``sweep`` and ``depth-check``; the help of each
     shows its default (or that it is required)."""
-    for flag, field, kind, text in _GRID:
+    for flag, field, kind, metavar, text in _GRID:
         if field in required:
             text = f"{text} (required unless SPEC.json gives it)"
         elif field in defaults:
             shown = defaults[field]
             shown = ",".join(map(str, shown)) if isinstance(shown, (tuple, list)) else shown
             text = f"{text} (default {shown})"
-        p.add_argument(flag, dest=field, type=kind, default=None, help=text)
+        p.add_argument(flag, dest=field, type=kind, default=None, metavar=metavar, help=text)
     _args.add_band(p)
     p.add_argument("--out", required=out_required, metavar="DIR",
-                   help="result directory (Parquet parts, sweep.json); an existing sweep there is resumed")
+                   help="result directory (Parquet parts, _sweep.json, _manifest.json; pandas, pyarrow, polars "
+                   "and DuckDB read it as it is); an existing sweep there is resumed")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="Dask scheduler address (tcp://HOST:PORT), or local, threads, serial; default "
                         "$DASK_SCHEDULER_ADDRESS, else a local cluster of one worker process per core")
-    p.add_argument("--workers", type=_args.positive, default=None,
+    p.add_argument("--workers", type=_args.positive, default=None, metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--no-resume", dest="resume", action="store_false",
                    help="refuse a result directory that already holds results instead of resuming it")
     p.add_argument("--recompute-damaged", action="store_true",
                    help="on resume, move parts that fail verification (hash, row count, page checksums, "
-                        "duplicated cells) to DIR/damaged/ and recompute their cells, instead of refusing")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (for logs)")
+                        "duplicated cells) to DIR/_damaged/ and recompute their cells, instead of refusing")
+    p.add_argument("--quiet", action="store_true", help="no progress or 'wrote' lines on stderr (for logs)")
+    _args.add_plot(p, "the depth-check figures")
 
 
 def grid_changes(args: argparse.Namespace) -> Dict[str, Any]:
     """The spec fields given on the command line (``None`` for the others)."""
-    return {"band": args.band, **{field: getattr(args, field) for _, field, _, _ in _GRID}}
+    return {"band": args.band, **{field: getattr(args, field) for _, field, _, _, _ in _GRID}}
+
+
+def draw(args: argparse.Namespace, band: Any) -> None:
+    """``--plot DIR``: the depth-check figures of the stored results, one 'wrote' line each."""
+    from ..sweep.plots import plot_sweep
+    from ..sweep.store import read_table
+    from ..sweep.summary import cell_steps
+    _args.note(args, f"drawing the figures into {args.plot}")
+    table = read_table(args.out)
+    for path in plot_sweep(table, cell_steps(table), args.plot, band):
+        _args.note(args, f"wrote {path}")
 
 
 def missing_extra(plots: bool) -> bool:
@@ -95,9 +109,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a sweep spec (SweepSpec.to_dict() JSON); options below override its fields")
     p.add_argument("--rerun", nargs=2, metavar=("DIR", "ROW_ID"), default=None,
                    help="recompute one stored row alone and compare it bit for bit (exit 0 only when identical)")
-    p.add_argument("--plot", metavar="DIR", default=None,
-                   help="also write the depth-check figures (PNG and SVG) into DIR "
-                   "(needs pip install 'pydepth[plot]')")
     add_grid_options(p, spec_defaults(), out_required=False,  # --rerun needs no --out: checked in run()
                      required=("depths", "widths", "seeds"))
 
@@ -130,11 +141,6 @@ def run(args: argparse.Namespace) -> int:
           f"{result.cells_total} in the grid; {result.engine}; "
           f"{result.cells_per_second:.1f} cells/s; results in {result.out}")
     if args.plot is not None:
-        from ..sweep.plots import plot_sweep
-        from ..sweep.store import read_table
-        from ..sweep.summary import cell_steps
-        table = read_table(args.out)
-        for path in plot_sweep(table, cell_steps(table), args.plot, spec.band):
-            print(f"wrote {path}")
+        draw(args, spec.band)
     sys.stdout.flush()
     return 0

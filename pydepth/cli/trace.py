@@ -16,27 +16,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "(parameters, forward values, adjoints, gradients) as hexadecimal float64 bits.")
     p.add_argument("--config", required=True, metavar="CONFIG.json",
                    help="DecoderConfig as JSON (DecoderConfig.to_dict(), or {'config': {...}})")
-    p.add_argument("--seed", required=True, type=_args.seed, help="SplitMix64 seed of the base initializer")
+    _args.add_seed(p)
     p.add_argument("--tokens", required=True, type=_args.ints, metavar="IDS",
                    help="comma-separated input ids, row-major")
-    p.add_argument("--targets", required=True, type=_args.ints, metavar="IDS",
-                   help="comma-separated target ids, row-major")
-    p.add_argument("--batch", type=_args.positive, default=1, help="number of rows (default 1)")
+    p.add_argument("--targets", type=_args.ints, metavar="IDS",
+                   help="comma-separated target ids, row-major (default: each row's tokens shifted by one, "
+                   "the inputs being all but the last)")
+    p.add_argument("--batch-rows", type=_args.positive, default=1, metavar="N",
+                   help="number of rows the ids are split into (default 1)")
     p.add_argument("--output", metavar="FILE", help="write the JSON document to FILE instead of stdout")
-    p.add_argument("--id", default="custom", help="fixture id in the document (default 'custom')")
+    p.add_argument("--id", default="custom", metavar="ID", help="fixture id in the document (default 'custom')")
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``pydepth trace``; returns the exit code."""
     from ..chapter.trace import ENCODING, FORMAT, fixture_trace
     cfg = _args.load_config(args.config)
+    tokens, targets = _args.inputs_and_targets(args.tokens, args.targets, args.batch_rows)
     doc = {"format": FORMAT, "encoding": ENCODING,
-           "fixtures": [fixture_trace(cfg, args.seed, args.tokens, args.targets,
-                                      batch=args.batch, fixture_id=args.id)]}
+           "fixtures": [fixture_trace(cfg, args.seed, tokens.ravel().tolist(), targets.ravel().tolist(),
+                                      batch=args.batch_rows, fixture_id=args.id)]}
     text = json.dumps(doc)
     if args.output:
         with open(args.output, "w") as fh:
             fh.write(text + "\n")
+        _args.note(args, f"wrote {args.output}")
     else:
         sys.stdout.write(text + "\n")
     return 0

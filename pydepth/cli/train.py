@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ..checkpoint import Checkpoint
     from ..training import TrainProgress, TrainResult, TrainSettings
 
-_OPTION = {"tokens": "sequence-length"}  # settings whose option has another name
+# settings whose option has another name
+_OPTION = {"tokens": "sequence-length", "batch": "batch-rows", "steps": "updates"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,16 +31,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="training text; paragraphs (blank-line separated) are documents")
     p.add_argument("--config", metavar="CONFIG.json", help="DecoderConfig as JSON (vocabulary_size >= 256); "
                    "required unless --resume")
-    p.add_argument("--steps", type=str, metavar="N", help="train up to optimizer step N (default 200, or the "
-                   "resumed run's total)")
-    p.add_argument("--batch", type=_args.positive, help="rows per step (default 4)")
+    p.add_argument("--updates", type=_args.positive, metavar="N", help="train until N optimizer updates have "
+                   "been applied (default 200, or the resumed run's total)")
+    p.add_argument("--batch-rows", type=_args.positive, metavar="N", help="rows per update (default 4)")
     p.add_argument("--sequence-length", type=_args.positive, dest="tokens", metavar="N",
                    help="positions per row (default: the config's max_positions)")
-    p.add_argument("--lr", type=float, help="AdamW peak learning rate (default 3e-3)")
-    p.add_argument("--min-lr", type=_args.nonnegative_float, help="final learning rate of the cosine (default lr/10)")
-    p.add_argument("--warmup", type=_args.nonnegative, help="linear warmup steps (default steps/10)")
-    p.add_argument("--weight-decay", type=float, help="AdamW decoupled weight decay (default 0.01)")
-    p.add_argument("--seed", type=_args.seed, help="SplitMix64 seed of the initialization and the batches (default 0)")
+    p.add_argument("--lr", type=float, metavar="LR", help="AdamW peak learning rate (default 3e-3)")
+    p.add_argument("--min-lr", type=_args.nonnegative_float, metavar="LR",
+                   help="final learning rate of the cosine (default lr/10)")
+    p.add_argument("--warmup", type=_args.nonnegative, metavar="K", help="linear warmup updates (default updates/10)")
+    p.add_argument("--weight-decay", type=float, metavar="WD", help="AdamW decoupled weight decay (default 0.01)")
+    p.add_argument("--seed", type=_args.seed, metavar="S", help="SplitMix64 seed of the initialization and the "
+                   f"batches (default the chapter's {_args.CHAPTER_SEED}, or the resumed run's)")
     p.add_argument("--policy", choices=("scaled", "unscaled"), help="depth-scaled initialization (default) or "
                    "the same base draw unscaled")
     p.add_argument("--checkpoint-every", type=_args.nonnegative, metavar="K",
@@ -52,45 +55,49 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "a resumed run: the checkpoint's directory)")
     p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command, "
                    "with its settings, --observe-every, --checkpoint-every and --plot")
-    p.add_argument("--plot", metavar="PATH", help="at the end, plot loss and site ratios over steps: PATH ending "
-                   "in .png, .svg or .pdf writes that file, any other PATH writes PATH.png and PATH.svg "
-                   "(needs pip install 'pydepth[plot]'; a resumed run keeps its checkpoint's value)")
+    p.add_argument("--plot", metavar="DIR", help="at the end, plot loss and site ratios over updates into "
+                   "DIR/train.png and DIR/train.svg (needs pip install 'pydepth[plot]'; a resumed run keeps "
+                   "its checkpoint's value)")
 
 
-def _total_steps(text: Optional[str]) -> Optional[int]:
-    """--steps N: one integer (the option shares sweep's spelling, a string; the settings check its range)."""
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"--steps must be one positive integer for train, got {text!r}") from None
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for a progress line."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 class _Progress:
-    """One self-rewriting line on a terminal; a line every ~5% of the run otherwise. A message
-    ends the open line first."""
+    """One self-rewriting line on a terminal; a line every ~5% of the run otherwise (none with
+    ``quiet``). A message ends the open line first. Time left is estimated from this call's
+    updates so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: bool = False) -> None:
         self.tty = sys.stderr.isatty()
+        self.quiet = quiet
         self.every = 0
         self.open = False
+        self.started = time.perf_counter()
 
     def update(self, p: TrainProgress) -> None:
         self.every = self.every or max(1, (p.total - p.start) // 20)
-        if not self.tty and (p.step - p.start) % self.every and p.step != p.total:
+        if self.quiet or (not self.tty and (p.step - p.start) % self.every and p.step != p.total):
             return
         width = 24
         filled = width * p.step // max(1, p.total)
-        line = (f"step {p.step:>{len(str(p.total))}}/{p.total} [{'#' * filled}{'.' * (width - filled)}] "
-                f"loss {p.loss:.4f}  lr {p.lr:.2e}  {p.tokens_per_second:,.0f} tok/s")
+        elapsed = time.perf_counter() - self.started
+        left = elapsed / max(1, p.step - p.start) * (p.total - p.step)
+        line = (f"update {p.step:>{len(str(p.total))}}/{p.total} [{'#' * filled}{'.' * (width - filled)}] "
+                f"loss {p.loss:.4f}  lr {p.lr:.2e}  {p.tokens_per_second:,.0f} tok/s  "
+                f"elapsed {clock(elapsed)}  left {clock(left)}")
         sys.stderr.write(("\r" + line) if self.tty else line + "\n")
         sys.stderr.flush()
         self.open = self.tty
 
     def message(self, text: str) -> None:
         self.close()
-        sys.stderr.write(text + "\n")
+        if not self.quiet:
+            sys.stderr.write(text + "\n")
 
     def close(self) -> None:
         if self.open:
@@ -107,10 +114,11 @@ def _settings(args: argparse.Namespace, ck: Optional[Checkpoint]) -> TrainSettin
     checkpoint's, with --steps, --observe-every, --checkpoint-every and --plot given again winning."""
     from ..training import SettingsClashError, TrainingError, TrainSettings, TrainSettingsError, resume_settings
     given: Dict[str, Any] = {
-        "policy": args.policy, "seed": args.seed, "batch": args.batch, "tokens": args.tokens, "lr": args.lr,
+        "policy": args.policy, "seed": args.seed, "batch": args.batch_rows, "tokens": args.tokens, "lr": args.lr,
         "min_lr": args.min_lr, "warmup": args.warmup, "weight_decay": args.weight_decay,
-        "steps": _total_steps(args.steps), "observe_every": args.observe_every,
-        "checkpoint_every": args.checkpoint_every, "plot": args.plot}
+        "steps": args.updates, "observe_every": args.observe_every,
+        "checkpoint_every": args.checkpoint_every,
+        "plot": None if args.plot is None else _args.in_dir(args.plot, "train")}
     stored = None
     if ck is not None:
         try:
@@ -119,7 +127,8 @@ def _settings(args: argparse.Namespace, ck: Optional[Checkpoint]) -> TrainSettin
             raise ValueError(f"{args.resume}: {err}") from None
     try:
         if stored is None:
-            return TrainSettings(**{k: v for k, v in given.items() if v is not None})
+            fresh = {k: v for k, v in given.items() if v is not None}
+            return TrainSettings(**{"seed": _args.CHAPTER_SEED, **fresh})
         return stored.continued(given)
     except SettingsClashError as err:
         raise ValueError("a resumed run keeps its settings; these differ: " + ", ".join(
@@ -145,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                        else pathlib.Path(args.resume).parent if args.resume else "train-out")
     if ck is not None and args.plot is None and settings.plot:  # a stored plot is inside the run's directory
         settings = dataclasses.replace(settings, plot=str(out / settings.plot))
-    progress = _Progress()
+    progress = _Progress(args.quiet)
     started = time.perf_counter()
     try:
         result = run_training(settings, text, out, config=_args.load_config(args.config) if args.config else None,
@@ -154,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if result.settings.plot:
-        _plot(result)
+        _plot(result, args)
     sys.stdout.write(_summary(result, time.perf_counter() - started) + "\n")
     return 128 + (result.stop_signal or 2) if result.interrupted else 0  # 130 Ctrl-C, 143 SIGTERM
 
@@ -167,13 +176,13 @@ def _summary(result: TrainResult, seconds: float) -> str:
             f"checkpoint {result.checkpoint}")
 
 
-def _plot(result: TrainResult) -> None:
+def _plot(result: TrainResult, args: argparse.Namespace) -> None:
     from ..plots.train import plot_training
     from ..training.log import read_log
     rows, observed, title = read_log(result.train_log), read_log(result.health_log), _title(result)
     for figure in _args.plot_paths(result.settings.plot, lambda target, formats: plot_training(  # type: ignore[arg-type]
             rows, observed, target, formats=formats, title=title)):
-        sys.stderr.write(f"wrote {figure}\n")
+        _args.note(args, f"wrote {figure}")
 
 
 def _title(result: TrainResult) -> str:

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "any difference.")
     p.add_argument("--fixtures", metavar="TRACE.json", default=None,
                    help="a pydepth-reference-trace-v1 file (default: the packaged public fixtures)")
-    p.add_argument("--threads", type=_args.positive, default=None,
+    p.add_argument("--threads", type=_args.positive, default=None, metavar="N",
                    help="worker threads for the run (results never depend on it)")
 
 

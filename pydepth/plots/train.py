@@ -56,9 +56,8 @@ def training_figure(steps: Sequence[Dict[str, Any]], observations: Sequence[Dict
     report) as a matplotlib ``Figure``, not saved. Every panel's x axis is the number of updates
     the parameters have had (integer ticks)."""
     fig, (loss_ax, act_ax, adj_ax) = new_figure(3)
-    # train.jsonl row N holds the loss taken before update N, i.e. of the parameters after N-1 updates:
-    # drawn at N-1 so every panel shares one step axis; an end observation adds the final parameters' loss
-    xs = [r["step"] - 1 for r in steps]
+    # both logs count the updates the measured parameters had; an end observation adds the final loss
+    xs = [r["step"] for r in steps]
     ys = [r["loss"] for r in steps]
     if observations and (not xs or observations[-1]["step"] > xs[-1]):
         xs, ys = [*xs, observations[-1]["step"]], [*ys, observations[-1]["loss"]]

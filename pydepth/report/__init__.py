@@ -13,6 +13,7 @@ from .reading import HOW_TO_READ
 from .run_info import environment_section, verify_section
 from .sections import SECTIONS
 from .sources import kind_of, read_json
+from ..sweep.store import SPEC_FILE
 
 __all__ = ["build_report", "write_report"]
 
@@ -26,9 +27,10 @@ def build_report(directory: PathLike) -> str:
     where = pathlib.Path(directory)
     kind = kind_of(where)
     recorded = []
-    if (where / "sweep.json").is_file():
-        recorded.append(("pydepth", str(read_json(where / "sweep.json").get("pydepth_version", "?"))))
-    sections = [Section("How to read this", HOW_TO_READ[kind]), *SECTIONS[kind](where),
+    if (where / SPEC_FILE).is_file():
+        recorded.append(("pydepth", str(read_json(where / SPEC_FILE).get("pydepth_version", "?"))))
+    found = SECTIONS[kind](where)  # the verdict first, then how to read the rest
+    sections = [*found[:1], Section("How to read this", HOW_TO_READ[kind]), *found[1:],
                 environment_section(recorded), verify_section()]
     return page(f"pydepth {kind}: {where.resolve().name}", f"Report of the {kind} output in {where.resolve()}",
                 sections)

@@ -27,7 +27,7 @@ h1 { font-size: 1.6rem; margin-bottom: 0.2rem; } h2 { font-size: 1.25rem; margin
 .kind { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 0.6rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: right; }
-th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
+th { background: #f2f2f2; } td:first-child, th:first-child, td:nth-child(2), th:nth-child(2) { text-align: left; }
 pre { background: #f7f7f7; padding: 0.6rem; overflow-x: auto; font-size: 0.85rem; }
 figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { color: #444; font-size: 0.9rem; }

@@ -9,7 +9,7 @@ _SITES = ("<p>A decoder with <i>L</i> blocks has 2<i>L</i>+1 residual sites: sit
           "<b>A<sub>s</sub>/A<sub>0</sub></b> is the RMS of the residual stream at site <i>s</i> over its "
           "RMS at the input; <b>G<sub>s</sub>/G<sub>2L</sub></b> is the RMS of the mean loss's adjoint "
           "(its gradient with respect to the residual stream) at site <i>s</i> over that at the last "
-          "site. A ratio inside the band (shaded; the chapter's is [0.01, 100]) is healthy; a point "
+          "site. A ratio inside the band (shaded; the chapter's band is [0.01, 100]) is healthy; a point "
           "outside it is marked.</p>")
 
 HOW_TO_READ = {

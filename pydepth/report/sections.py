@@ -2,12 +2,16 @@
 """The sections of each kind of report, built from the files of its output directory."""
 from __future__ import annotations
 
+import html
 import json
 import pathlib
 from typing import Any, Dict, List, Sequence, cast
 
+from ..health import LEGEND, verdict_line
 from .page import Section, figure_html, pre_html, table_html
 from .sources import find_observe_document, read_json, read_json_lines
+from ..sweep.presets import SUMMARY_FILE
+from ..sweep.store import SPEC_FILE
 
 __all__ = ["SECTIONS"]
 
@@ -28,22 +32,46 @@ def _outside(report: Dict[str, Any]) -> int:
     return sum((s["activation_status"] != "within") + (s["adjoint_status"] != "within") for s in report["sites"])
 
 
+def _flat(prefix: str, value: Any) -> List[Sequence[Any]]:
+    """A JSON value as (dotted key, value) rows: a configuration as a table, not a JSON dump."""
+    if isinstance(value, dict):
+        return [row for k, v in value.items() for row in _flat(f"{prefix}.{k}" if prefix else str(k), v)]
+    return [(prefix, _num(value) if isinstance(value, (int, float)) else json.dumps(value))]
+
+
+def _side_by_side(model: Dict[str, Any], control: Dict[str, Any]) -> str:
+    """Model and control in one table, a row per site."""
+    rows = [(a["site"], a["label"], _num(a["activation_ratio"]), _num(b["activation_ratio"]),
+             _num(a["adjoint_ratio"]), _num(b["adjoint_ratio"]), f"{a['activation_status']}/{a['adjoint_status']}",
+             f"{b['activation_status']}/{b['adjoint_status']}") for a, b in zip(model["sites"], control["sites"])]
+    return table_html(("site", "label", "A_s/A_0 model", "A_s/A_0 control", "G_s/G_2L model",
+                       "G_s/G_2L control", "model A/G", "control A/G"), rows)
+
+
+def _verdict(report: Dict[str, Any], control: Any) -> Section:
+    """The first section: the verdict of the model (and of its control) and the legend."""
+    lines = [("model", verdict_line(report["sites"], report["band"]))]
+    if control is not None:
+        lines.append(("same-base unscaled control", verdict_line(control["sites"], control["band"])))
+    return Section("Verdict", table_html(("run", "verdict"), lines) + f"<p>{html.escape(LEGEND)}</p>")
+
+
 def observe_sections(directory: pathlib.Path) -> List[Section]:
-    """An observation: the model and batch, the ratio figure (with its control), the site table."""
+    """An observation: the verdict, the sites (model and control side by side), the ratio figure,
+    then the model and batch as a table."""
     from ..plots.health import describe_config, report_figure
     doc = read_json(cast(pathlib.Path, find_observe_document(directory)))  # the kind was found by it
     control = (doc.get("same_base_unscaled_control") or {}).get("report")
-    run = [(k, json.dumps(v)) for k, v in doc.items() if k not in ("report", "record", "same_base_unscaled_control")]
+    run = [row for k, v in doc.items() if k not in ("report", "record", "same_base_unscaled_control")
+           for row in _flat(k, v)]
     title = describe_config(doc["config"]) if "config" in doc else None
-    sections = [Section("Run", table_html(("field", "value"), run)),
-                Section("Figure", figure_html(report_figure(doc["report"], control=control, title=title),
-                                              "Residual ratios by site; the control, if observed, is overlaid."))]
-    sections.append(Section("Sites", f"<p>{_outside(doc['report'])} ratios outside the band.</p>"
-                            + table_html(_SITE_HEADER, _site_rows(doc["report"]))))
-    if control is not None:
-        sections.append(Section("Sites of the same-base unscaled control",
-                                table_html(_SITE_HEADER, _site_rows(control))))
-    return sections
+    sites = (_side_by_side(doc["report"], control) if control is not None
+             else table_html(_SITE_HEADER, _site_rows(doc["report"])))
+    return [_verdict(doc["report"], control),
+            Section("Sites", f"<p>{_outside(doc['report'])} ratios outside the band.</p>" + sites),
+            Section("Figure", figure_html(report_figure(doc["report"], control=control, title=title),
+                                          "Residual ratios by site; the control, if observed, is overlaid.")),
+            Section("Run", table_html(("field", "value"), run))]
 
 
 def _train_settings(directory: pathlib.Path) -> List[Sequence[Any]]:
@@ -68,9 +96,15 @@ def train_sections(directory: pathlib.Path) -> List[Section]:
     rows = [(o["step"], _num(o["loss"]), _num(max(s["activation_ratio"] for s in o["report"]["sites"])),
              _num(max(s["adjoint_ratio"] for s in o["report"]["sites"])), _outside(o["report"]))
             for o in observations]
-    loss = (f"<p>{len(steps)} steps; loss {_num(steps[0]['loss'])} at the first, "
-            f"{_num(steps[-1]['loss'])} at the last.</p>") if steps else "<p>No step was logged.</p>"
-    return [Section("Run", table_html(("setting", "value"), _train_settings(directory))),
+    loss = (f"<p>{len(steps)} steps logged; loss {_num(steps[0]['loss'])} at step {steps[0]['step']}, "
+            f"{_num(steps[-1]['loss'])} at step {steps[-1]['step']} (a step counts the updates the "
+            "parameters had had).</p>") if steps else "<p>No step was logged.</p>"
+    last = observations[-1] if observations else None
+    verdict = (Section("Verdict", table_html(("run", "verdict"), [(
+        f"step {last['step']} (the last observation)", verdict_line(last["report"]["sites"], last["report"]["band"]))])
+        + f"<p>{html.escape(LEGEND)}</p>") if last else Section("Verdict", "<p>No health observation was logged "
+                                                                  "(train with --observe-every K).</p>"))
+    return [verdict, Section("Run", table_html(("setting", "value"), _train_settings(directory))),
             Section("Figure", figure_html(training_figure(steps, observations),
                                           "Loss per step and each site's ratios at the observed steps.")),
             Section("Observations", loss + table_html(
@@ -92,20 +126,27 @@ def _sweep_figures(directory: pathlib.Path, table: Any, steps: Any, band: Sequen
 def sweep_sections(directory: pathlib.Path) -> List[Section]:
     """A sweep (or depth check): its specification, figures, and where each policy leaves the band."""
     from ..sweep.store import read_spec, read_table
-    from ..sweep.summary import cell_steps, summary_lines
+    from ..sweep.summary import band_exits, cell_steps, summary_lines, verdict
     spec, table = read_spec(directory), read_table(directory)
     steps = cell_steps(table)
     band = tuple(spec.band)
-    stored = read_json(directory / "sweep.json")
+    stored = read_json(directory / SPEC_FILE)
     fields = stored.get("spec", {}) if isinstance(stored, dict) else {}
-    sections = [Section("Specification", table_html(("field", "value"),
-                                                    [(k, json.dumps(v)) for k, v in sorted(fields.items())]))]
+    exits = band_exits(steps, band)
+    rows = [(e.width, e.policy, e.step, e.depth or "-", f"{e.seeds_out}/{e.seeds}", e.cause or "-",
+             f"{e.deepest_seeds_out}/{e.seeds}") for e in exits]
+    sections = [Section("Verdict", f"<p><strong>{html.escape(verdict(exits, band))}</strong></p>"
+                        f"<p>{html.escape(LEGEND)}</p>"),
+                Section("Summary", f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps. First depth out "
+                        f"of the band per width, policy and step:</p>" + table_html(
+                            ("width", "policy", "step", "first out", "seeds out", "why", "out deepest"), rows)),
+                Section("Specification", table_html(("field", "value"),
+                                                    [row for k, v in sorted(fields.items()) for row in _flat(k, v)]))]
     if steps:
         sections.append(Section("Figures", _sweep_figures(directory, table, steps, band)))
-    summary = directory / "summary.txt"
+    summary = directory / SUMMARY_FILE
     text = summary.read_text(encoding="utf-8") if summary.is_file() else "\n".join(summary_lines(steps, band))
-    sections.append(Section("Summary",
-                            f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps.</p>" + pre_html(text)))
+    sections.append(Section("Summary as printed", pre_html(text)))
     return sections
 
 

@@ -8,6 +8,8 @@ import pathlib
 from typing import Any, Dict, List, Optional
 
 from ..errors import ReportInputError
+from ..sweep.presets import SUMMARY_FILE
+from ..sweep.store import SPEC_FILE
 
 __all__ = ["find_observe_document", "kind_of", "read_json", "read_json_lines"]
 
@@ -56,8 +58,8 @@ def find_observe_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
 
 # (kind, what marks it) in the order they are tried: a depth check is a sweep with a summary.
 _MARKS = (
-    ("depth-check", lambda d: (d / "sweep.json").is_file() and (d / "summary.txt").is_file()),
-    ("sweep", lambda d: (d / "sweep.json").is_file()),
+    ("depth-check", lambda d: (d / SPEC_FILE).is_file() and (d / SUMMARY_FILE).is_file()),
+    ("sweep", lambda d: (d / SPEC_FILE).is_file()),
     ("train", lambda d: (d / "train.jsonl").is_file()),
     ("observe", lambda d: find_observe_document(d) is not None),
 )
@@ -71,5 +73,5 @@ def kind_of(directory: pathlib.Path) -> str:
         if marked(directory):
             return kind
     raise ReportInputError(
-        f"{str(directory)!r} holds no pydepth output: expected sweep.json (sweep, depth-check), "
+        f"{str(directory)!r} holds no pydepth output: expected _sweep.json (sweep, depth-check), "
         "train.jsonl (train) or a JSON file written by 'pydepth observe --format json --output'")

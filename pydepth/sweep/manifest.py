@@ -14,7 +14,7 @@ from .errors import SweepStoreError
 
 __all__ = ["MANIFEST_FILE", "MANIFEST_FORMAT", "read_manifest", "write_manifest", "sha256"]
 
-MANIFEST_FILE = "manifest.json"
+MANIFEST_FILE = "_manifest.json"  # skipped by Parquet readers of the directory
 MANIFEST_FORMAT = "pydepth-sweep-manifest-v1"
 _ENTRY = {"rows": int, "cells": int, "sha256": str}
 

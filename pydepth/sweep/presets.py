@@ -19,9 +19,9 @@ __all__ = ["DEPTH_CHECK", "depth_check_spec", "DepthCheckResult", "depth_check",
 DEPTH_CHECK = dict(depths=(1, 2, 4, 8, 16, 32, 64), widths=(16, 64), seeds=(0, 1, 2, 3, 4),
                    policies=("scaled", "unscaled"), steps=(0, 1, 2, 5, 10))
 #: The summary written next to the results.
-SUMMARY_FILE = "summary.txt"
+SUMMARY_FILE = "_summary.txt"
 #: The subfolder of the results that holds the figures.
-FIGURES_DIR = "figures"
+FIGURES_DIR = "_figures"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -49,8 +49,8 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
                 progress: bool = True, stream: Optional[TextIO] = None,
                 recompute_damaged: bool = False) -> DepthCheckResult:
     """Runs the depth-check sweep (default :data:`DEPTH_CHECK`) into ``out``, then writes
-    ``summary.txt`` there and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` into
-    ``out/figures`` (beside the Parquet parts they would stop ``pyarrow.dataset`` reading ``out``)."""
+    ``_summary.txt`` there and, with ``plots``, the figures of :mod:`pydepth.sweep.plots` into
+    ``out/_figures`` (beside the Parquet parts they would stop ``pyarrow.dataset`` reading ``out``)."""
     if plots:
         from ..plots.style import pyplot
         pyplot()  # a missing matplotlib is reported before any work

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional, TextIO
+from typing import Optional, TextIO, Tuple
 
 __all__ = ["Progress"]
 
@@ -24,6 +24,7 @@ class Progress:
         self.label = label
         self.t0 = time.perf_counter()
         self._last = -1e9
+        self._first: Optional[Tuple[float, int]] = None  # (time, cells) of the first result
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
     @property
@@ -35,10 +36,13 @@ class Progress:
         """The current status line (without a newline)."""
         todo = self.total - self.skipped
         rate = self.done / self.elapsed if self.elapsed > 0 else 0.0
-        left = (todo - self.done) / rate if rate > 0 else float("nan")
+        left = float("nan")
+        if self._first is not None and self.done > self._first[1]:  # the first result also paid the start-up
+            since = time.perf_counter() - self._first[0]
+            left = (todo - self.done) * since / (self.done - self._first[1]) if since > 0 else float("nan")
         frac = (self.skipped + self.done) / self.total if self.total else 1.0
         bar = "#" * round(24 * frac)
-        eta = f"{left:.0f} s left" if left == left else "time left unknown"
+        eta = (f"{left:.0f} s left" if left == left else "estimating time left") + f", {self.elapsed:.0f} s elapsed"
         skipped = f" ({self.skipped} resumed)" if self.skipped else ""
         return (f"{self.label} [{bar:<24}] {self.skipped + self.done}/{self.total} cells{skipped}, "
                 f"{rate:.1f} cells/s, {eta}")
@@ -46,6 +50,8 @@ class Progress:
     def update(self, cells: int) -> None:
         """Counts ``cells`` more cells as done and redraws when due."""
         self.done += cells
+        if self._first is None:
+            self._first = (time.perf_counter(), self.done)
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -57,10 +63,17 @@ class Progress:
             self.stream.write(self.line() + "\n")
             self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """One line of its own (workers starting, figures being drawn), unless disabled."""
+        if self.enabled:
+            self.stream.write(("\n" if self._tty and self.done else "") + text + "\n")
+            self.stream.flush()
+
     def close(self) -> None:
         """Writes the final status line."""
         if not self.enabled:
             return
-        self.stream.write(("\r" if self._tty else "") + self.line().replace(", 0 s left", "")
-                          + f", {self.elapsed:.1f} s\n")
+        self.stream.write(("\r" if self._tty else "") + self.line().split(", ")[0] + ", "
+                          + f"{self.done / self.elapsed if self.elapsed > 0 else 0.0:.1f} cells/s, "
+                          f"done in {self.elapsed:.1f} s\n")
         self.stream.flush()

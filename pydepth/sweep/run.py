@@ -223,7 +223,7 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
     cluster. With ``resume`` (the default) cells already stored in ``out`` are skipped; a
     killed sweep loses at most the batches in flight. Every stored part is verified first; a
     damaged one raises DamagedPartError, or with ``recompute_damaged`` is moved to
-    ``damaged/`` and its cells recomputed. Steps after 0 need ``pydepth.optim``
+    ``_damaged/`` and its cells recomputed. Steps after 0 need ``pydepth.optim``
     (:class:`OptimizerUnavailableError` before any work otherwise). Returns a
     :class:`SweepResult`; read the rows with :func:`pydepth.sweep.read_table`."""
     if not isinstance(spec, SweepSpec):
@@ -241,8 +241,12 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
     cells = spec.cells()
     todo = [c for c in cells if c.cell_id not in done]
     bar = Progress(len(cells), skipped=len(cells) - len(todo), stream=stream, enabled=progress)
+    if todo:
+        bar.note(f"{bar.label}: {len(todo)} cells to compute; starting the {scheduler or 'local'} engine")
     engine = _Engine(scheduler, workers) if todo else None
     n_workers = engine.workers if engine else 0
+    if engine is not None:
+        bar.note(f"{bar.label}: {engine.name} ready with {n_workers} worker(s) after {bar.elapsed:.1f} s")
     batches = plan_batches(spec, todo, n_workers or 1)
     t1 = time.perf_counter()
     bar.t0 = t1  # rates count compute, not the engine's start-up

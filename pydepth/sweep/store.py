@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""The result directory: one Parquet file per finished batch, plus ``sweep.json``.
+"""The result directory: one Parquet file per finished batch, plus ``_sweep.json``.
 
 Each part is written to a hidden temporary name and renamed into place, so a killed sweep
-never leaves a truncated part under a final name, then recorded in ``manifest.json`` with its
+never leaves a truncated part under a final name, then recorded in ``_manifest.json`` with its
 row count and SHA-256; parts carry Parquet page checksums. Resume, reads and reruns verify every
 part first (:mod:`.verify`); a resumed sweep skips every cell that has rows in a sound part.
 The spec (canonical JSON) and the pydepth version are in every part's file metadata and in
-``sweep.json``.
+``_sweep.json``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ __all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "pa
 #: Format tag of the stored results.
 FORMAT = "pydepth-sweep-v1"
 #: The spec file in a result directory.
-SPEC_FILE = "sweep.json"
+SPEC_FILE = "_sweep.json"  # a leading _ : Parquet readers of the directory skip it
 _PART_PREFIX = "part-"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -80,7 +80,7 @@ def done_cells(out: PathLike, spec: SweepSpec, *, repair: bool = False) -> Set[s
 
 
 def read_spec(out: PathLike) -> SweepSpec:
-    """The spec of the sweep stored in ``out`` (from ``sweep.json``)."""
+    """The spec of the sweep stored in ``out`` (from ``_sweep.json``)."""
     path = pathlib.Path(out) / SPEC_FILE
     if not path.is_file():
         raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")

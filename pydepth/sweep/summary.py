@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..health import format_table
+from ..health import LEGEND, format_table
 
 __all__ = ["CellStep", "cell_steps", "BandExit", "band_exits", "summary_lines"]
 
@@ -131,6 +131,20 @@ def _fmt(x: float) -> str:
     return "error" if isinstance(x, float) and math.isnan(x) else f"{x:.4g}"
 
 
+def verdict(exits: Sequence[BandExit], band: Sequence[float]) -> str:
+    """One line per sweep: for each policy, whether any seed leaves the band, and from which depth."""
+    parts = []
+    for policy in dict.fromkeys(e.policy for e in exits):
+        out = [e for e in exits if e.policy == policy and e.depth]
+        if not out:
+            parts.append(f"{policy} stays in the band at every depth, width and step")
+            continue
+        first = min(out, key=lambda e: (e.depth, e.step, e.width))
+        parts.append(f"{policy} leaves it from depth {first.depth} (width {first.width}, step {first.step}, "
+                     f"{first.seeds_out}/{first.seeds} seeds, {first.cause})")
+    return f"verdict (band [{band[0]:g}, {band[1]:g}]): " + "; ".join(parts)
+
+
 def summary_lines(steps: List[CellStep], band: Sequence[float]) -> List[str]:
     """The terminal summary: a table of first band exits and one sentence per policy and
     width at the first and the last observed step."""
@@ -151,7 +165,9 @@ def summary_lines(steps: List[CellStep], band: Sequence[float]) -> List[str]:
                      _short(e.cause) or "-", f"{e.deepest_seeds_out}/{e.seeds}", _fmt(float(act)),
                      _fmt(float(adj))))
     low, high = band
-    lines = [f"First depth out of the band [{low}, {high:g}] (any site, activation or adjoint ratio):"]
+    lines = [*textwrap.wrap(verdict(exits, band), SUMMARY_WIDTH, subsequent_indent="  "),
+             *textwrap.wrap(LEGEND, SUMMARY_WIDTH, subsequent_indent="  "), ""]
+    lines += [f"First depth out of the band [{low}, {high:g}] (any site, activation or adjoint ratio):"]
     lines += format_table(("width", "policy", "step", "first out", "seeds out", "why", "out deepest",
                            "max A deep", "max G deep"), rows)
     lines += textwrap.wrap("first out: the smallest depth where a seed leaves the band; out deepest: seeds "

@@ -15,7 +15,7 @@ from .manifest import read_manifest, sha256, write_manifest
 __all__ = ["DAMAGED_DIR", "pyarrow_modules", "part_files", "read_part", "verify_store"]
 
 #: Where resume moves the damaged parts it recomputes (kept, never deleted).
-DAMAGED_DIR = "damaged"
+DAMAGED_DIR = "_damaged"  # skipped by Parquet readers of the directory
 _PART_PREFIX = "part-"
 _FORMAT_KEY = b"pydepth.format"
 
@@ -110,7 +110,7 @@ def _set_aside(out: PathLike, name: str) -> None:
 def verify_store(out: PathLike, spec_json: str, fmt: str, *, repair: bool = False,
                  record: bool = False) -> Dict[str, List[str]]:
     """Part name -> its cell ids, after every check; DamagedPartError names the first damaged
-    part (and how many others) unless ``repair``, which moves them to ``damaged/`` so their cells
+    part (and how many others) unless ``repair``, which moves them to ``_damaged/`` so their cells
     count as not done. ``record`` writes the manifest of the parts that passed."""
     manifest, entries, damaged, cells_of = _scan(out, spec_json, fmt)
     if damaged and not repair:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The JSON-lines logs of a run directory: ``train.jsonl`` (one line per optimizer step: the loss
-before it, the learning rate, the seconds it took) and ``health.jsonl`` (one line per residual
-health observation), trimmed on resume to the steps the checkpoint had taken."""
+"""The JSON-lines logs of a run directory: ``train.jsonl`` (one line per optimizer update: the loss
+it was taken on, the learning rate, the seconds it took) and ``health.jsonl`` (one line per residual
+health observation), trimmed on resume to the steps the checkpoint had taken. In both, ``step`` is
+the number of updates the parameters had had when the logged loss or health was measured."""
 from __future__ import annotations
 
 import json
@@ -62,7 +63,7 @@ class TrainLog:
         and the observations before it (an end observation at ``step`` belonged to the stopped
         run; the resumed one observes that step again if its cadence says so)."""
         if resumed:
-            _trim(self.train_path, step)
+            _trim(self.train_path, step - 1)
             _trim(self.health_path, step - 1)
         else:
             for path in (self.train_path, self.health_path):
@@ -79,7 +80,7 @@ class TrainLog:
         self._train = self._health = None
 
     def step(self, step: int, loss: float, lr: float, seconds: float) -> None:
-        """One optimizer step: ``step`` counts the updates made, ``loss`` is the loss before it."""
+        """One optimizer update, taken on ``loss`` of the parameters after ``step`` updates."""
         _write(self._train, {"step": step, "loss": loss, "lr": lr, "seconds": seconds})
 
     def health(self, step: int, loss: float, report: DepthHealthReport) -> None:

@@ -192,8 +192,8 @@ def _train(state: _State, documents: Any, log: TrainLog, save: Callable[[int], p
         seconds = time.perf_counter() - t0
         if report is not None:
             log.health(state.step, loss, report)
-        state.step += 1
         log.step(state.step, loss, lr, seconds)
+        state.step += 1
         losses.append(loss)
         elapsed += seconds
         if on_progress is not None:
