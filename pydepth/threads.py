@@ -11,6 +11,7 @@ import warnings
 import weakref
 from typing import Iterator, List, Optional
 
+from ._native import _graph  # noqa: F401 -- registers the model locks' fork hooks before ours below
 from ._native import _runtime
 from ._checks import as_u64
 from .errors import OptimizerStateError, ThreadCountError
@@ -90,7 +91,7 @@ def _after_fork() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    # registered after the model locks' hooks, so it runs before them: turns, then model locks,
-    # the order a step takes them in
+    # registered after the model locks' hooks (_graph, imported above), so before a fork it runs
+    # first: turns, then model locks, the order a step takes them in
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
