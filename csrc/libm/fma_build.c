@@ -4,7 +4,9 @@
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
 #define PD_LIBM_FMA_BUILD 1
-#include "pending_a.c"
+#include "exp.c"
+#include "log.c"
+#include "pow.c"
 #include "pending_b.c"
 #else
 typedef int pd_libm_fma_build_unused; /* one build elsewhere: the files on their own */
