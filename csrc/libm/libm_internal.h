@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The builds of each function (variant.h) and the steps shared between files. */
+/* The builds of each function (variant.h): one name per build and function. */
 #ifndef PD_LIBM_INTERNAL_H
 #define PD_LIBM_INTERNAL_H
 #include <stdint.h>
@@ -10,8 +10,7 @@
     double P##pow(double x, double y);                                                       \
     double P##log1p(double x);                                                               \
     double P##sin(double x);                                                                 \
-    double P##cos(double x);                                                                 \
-    double P##exp_e5(uint64_t K, uint64_t sigma, double tau);
+    double P##cos(double x);
 PD_LIBM_DECLARE(pd_libm_fma_)
 PD_LIBM_DECLARE(pd_libm_emu_)
 PD_LIBM_DECLARE(pd_libm_c99_)
