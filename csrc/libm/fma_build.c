@@ -5,7 +5,8 @@
 #if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
 #define PD_LIBM_FMA_BUILD 1
 #include "pending_a.c"
-#include "pending_b.c"
+#include "log1p.c"
+#include "sincos.c"
 #else
 typedef int pd_libm_fma_build_unused; /* one build elsewhere: the files on their own */
 #endif
