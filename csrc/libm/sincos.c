@@ -76,14 +76,11 @@ PD_STEP int sc_reduce_medium(double x, double *a, double *da) {
     return (int)((int64_t)n & 3);
 }
 
-/* §6.1 "by quadrant": sin x from n mod 4; cos x is the row of n + 1. */
+/* §6.1 "by quadrant": sin x for n mod 4 is s or c of (a, da), negated from n = 2 on; cos x is
+ * the row of n + 1. */
 PD_STEP double sc_quadrant(int n, double a, double da) {
-    switch (n & 3) {
-    case 0: return sc_s(a, da);
-    case 1: return sc_c(a, da);
-    case 2: return -sc_s(a, da);
-    default: return -sc_c(a, da);
-    }
+    const double r = (n & 1) ? sc_c(a, da) : sc_s(a, da);
+    return (n & 2) ? -r : r;
 }
 
 /* §6.4, §6.5: sin x (shift 0) or cos x (shift 1) for A2 <= |x| < inf. */
