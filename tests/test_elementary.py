@@ -230,6 +230,33 @@ SPECIALS = {
 SPECIALS["cos"] = SPECIALS["sin"]
 
 
+def _ulps_around(values, width):
+    """Every double within width ulps of each value, both signs."""
+    mid = np.array(values, dtype=np.float64).view(np.int64)[:, None]
+    x = (mid + np.arange(-width, width + 1)).reshape(-1).view(np.float64)
+    return np.concatenate([x, -x])
+
+
+def test_log1p_sin_and_cos_agree_with_glibc_where_their_arithmetic_changes(oracle):
+    """The pairs and splits of §5.2, §6.1 and §6.5 that a neighbour-only check rarely meets."""
+    rng = np.random.default_rng(61)
+    far_k0 = float.fromhex("-0x1.2bec400000001p-2")  # the one far log1p argument with k = 0
+    edges = [float.fromhex(h) for h in ("-0x1.2bec4p-2", "0x1.a827ap-2", "0x1p-29", "0x1p-54")]
+    x = np.concatenate([_ulps_around([far_k0, 2.0 ** 53, *edges], 3000),
+                        rng.uniform(-1.0, far_k0, 20000)])
+    assert_same_bits("log1p", E.log1p(x), oracle("log1p", x), x)
+    # sin between A1 and A2 where H0 - |x| is an odd multiple of 1/256 (a tie of the table point)
+    h0 = float.fromhex("0x1.921fb54442d18p0")
+    ties = h0 - (2 * np.arange(-107, 110) + 1) / 256.0
+    ties = ties[(ties >= float.fromhex("0x1.b6p-1")) & (ties < float.fromhex("0x1.368fdp1"))]
+    top = (np.finfo(np.float64).max.view(np.int64) - np.arange(20000)).view(np.float64)
+    bounds = [float.fromhex(h) for h in ("0x1.b6p-1", "0x1.368fdp1", "0x1.921fbp26")]
+    x = np.concatenate([_ulps_around(ties, 2), top, -top,  # Dekker's high half of x is 2^1024
+                        _ulps_around(bounds, 3000)])
+    for name in ("sin", "cos"):
+        assert_same_bits(name, LIB[name](x), oracle(name, x), x)
+
+
 @pytest.mark.parametrize("func", list(LIB))
 def test_special_values_thresholds_and_neighbours_equal_glibc(oracle, func):
     x = np.concatenate([COMMON_SPECIALS, SPECIALS[func], -SPECIALS[func]])

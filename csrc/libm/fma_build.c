@@ -7,7 +7,8 @@
 #include "exp.c"
 #include "log.c"
 #include "pow.c"
-#include "pending_b.c"
+#include "log1p.c"
+#include "sincos.c"
 #else
 typedef int pd_libm_fma_build_unused; /* one build elsewhere: the files on their own */
 #endif
