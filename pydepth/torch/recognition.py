@@ -271,14 +271,12 @@ def _homogeneous(call: Call, group: Sequence[Tuple[str, nn.Parameter, str, float
 def _scale_group(rec: LayerRecord, block: Call) -> Union[str, Scaled]:
     """The latest parameter group of ``block`` whose scaling scales its output (paths in the layer)."""
     ends = {id(c.module): c.end for c in rec.calls}
-    best: Optional[Tuple[int, List[Tuple[str, nn.Parameter, str, float, nn.Module]]]] = None
-    for group in _groups(block.module).values():
-        end = max(ends.get(id(owner), block.end) for *_, owner in group)
-        if (best is None or end > best[0]) and _homogeneous(block, group):
-            best = (end, group)
-    if best is None:
-        return f"no parameter group of {block.name!r} scales its output (no output projection or gain found)"
-    return tuple((f"{block.name}.{n}", p, kind, off) for n, p, kind, off, _ in best[1])
+    groups = sorted(_groups(block.module).values(),
+                    key=lambda g: -max(ends.get(id(owner), block.end) for *_, owner in g))
+    for group in groups:  # latest first: the first that scales the output is the one
+        if _homogeneous(block, group):
+            return tuple((f"{block.name}.{n}", p, kind, off) for n, p, kind, off, _ in group)
+    return f"no parameter group of {block.name!r} scales its output (no output projection or gain found)"
 
 
 def final_norm_of(rec: Any, last: Optional[torch.Tensor]) -> Optional[nn.Module]:
