@@ -95,3 +95,14 @@ def test_grouped_experts_refusing_float64_are_told_to_use_eager_experts():
     with pytest.raises(ArchitectureError, match='experts_implementation="eager"') as info:
         find_layout(model)
     assert "Float32" in str(info.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("value,word", [(float("nan"), "NaN"), (float("inf"), "inf")])
+def test_a_non_finite_gain_is_named_as_such(value, word, torch_models):
+    model = torch_models.hf("llama", 2)
+    with torch.no_grad():
+        model.model.layers[1].post_attention_layernorm.weight[3] = value
+    with pytest.raises(ArchitectureError) as info:
+        find_layout(model)
+    first = str(info.value).splitlines()[0]
+    assert "model.layers.1: the stream holds" in first and f"'post_attention_layernorm.weight' holds {word}" in first

@@ -289,6 +289,19 @@ def final_norm_of(rec: Any, last: Optional[torch.Tensor]) -> Optional[nn.Module]
     return None
 
 
+def _non_finite(layer: nn.Module, rec: LayerRecord) -> Optional[str]:
+    """NaN or inf in the probe's stream named as such, with the first parameter holding one."""
+    h = rec.h
+    if h is None or not h.is_floating_point() or bool(torch.isfinite(h).all()):
+        return None
+    kind = "NaN" if bool(torch.isnan(h).any()) else "inf"
+    for name, p in layer.named_parameters():
+        if p.dtype.is_floating_point and not bool(torch.isfinite(p.detach()).all()):
+            what = "NaN" if bool(torch.isnan(p.detach()).any()) else "inf"
+            return f"the stream holds {kind} after this layer: its parameter {name!r} holds {what}"
+    return f"the stream holds {kind} after this layer (from its input or its arithmetic, not its parameters)"
+
+
 def probe_structure(module: nn.Module, call: Any) -> Union[str, StructureFinding]:
     """The residual structure of ``module`` from one probe forward ``call()``, or why there is none
     (:class:`LookupError` when the module has no layer stack to probe)."""
@@ -302,6 +315,9 @@ def probe_structure(module: nn.Module, call: Any) -> Union[str, StructureFinding
         for b, rec in enumerate(recorder.records):
             if rec.runs != 1:
                 return f"{path}.{b} ran {rec.runs} times in one forward; a residual layer runs once"
+            bad = _non_finite(layers[b], rec)
+            if bad:
+                return f"{path}.{b}: {bad}"
             found = analyze_layer(rec)
             if isinstance(found, str):
                 return f"{path}.{b}: {found}"
