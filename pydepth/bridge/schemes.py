@@ -119,13 +119,26 @@ class ScaledTensor:
 
 @dataclass(frozen=True)
 class DepthScalingRecord:
-    """What :func:`apply_depth_scaling` did: architecture, scheme, depth and every tensor."""
+    """What :func:`apply_depth_scaling` did: architecture, scheme, depth and every tensor.
+    ``residual_multipliers`` are the constants the model multiplies its branches by before adding
+    them (Granite's ``residual_multiplier``; empty when every one is 1): the scheme leaves them as
+    they are, so each branch adds ``multiplier * factor`` times its unscaled output."""
 
     architecture: str
     scheme: str
     depth: int
     tensors: Tuple[ScaledTensor, ...]
     forced: bool = False
+    residual_multipliers: Tuple[float, ...] = ()
+
+    @property
+    def multiplier_note(self) -> str:
+        """What the scheme did with the model's residual multipliers (empty when there are none)."""
+        if not self.residual_multipliers:
+            return ""
+        values = ", ".join(f"{m:g}" for m in self.residual_multipliers)
+        return (f"residual multiplier {values} kept as is: each branch now adds multiplier x factor x its "
+                "unscaled output")
 
     def summary(self) -> Dict[str, Any]:
         """The short form kept in a model's config: scheme, architecture, depth, tensor count."""
@@ -134,14 +147,18 @@ class DepthScalingRecord:
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form."""
-        return {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
-                "forced": self.forced, "tensors": [t.to_dict() for t in self.tensors]}
+        out = {"architecture": self.architecture, "scheme": self.scheme, "depth": self.depth,
+               "forced": self.forced, "tensors": [t.to_dict() for t in self.tensors]}
+        if self.residual_multipliers:
+            out["residual_multipliers"] = list(self.residual_multipliers)
+        return out
 
     def to_table(self) -> str:
         """A plain-text table for people."""
         from ..health import format_table
         head = (f"depth scaling {self.scheme} on {self.architecture}, {self.depth} layers, "
-                f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else ""))
+                f"{len(self.tensors)} tensors" + (" (forced repeat)" if self.forced else "")
+                + (f"; {self.multiplier_note}" if self.residual_multipliers else ""))
         body = [(t.name, t.role, str(t.layer), f"{t.factor:.6f}", f"{t.std_before:.6g}",
                  f"{t.std_after:.6g}") for t in self.tensors]
         return "\n".join([head, *format_table(("tensor", "role", "layer", "factor", "scale before",

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from torch import nn
 
 from ..errors import ArchitectureError, ScalingSchemeError
+from .layout import DecoderLayout, ResidualProjection
 from .norms import effective_gain, gain_mismatch
 
 __all__ = ["ArchitectureSpec", "ARCHITECTURES", "NORM_PLACEMENTS", "ResidualProjection",
@@ -172,55 +173,6 @@ ARCHITECTURES: Tuple[ArchitectureSpec, ...] = (
 )
 
 _BY_NAME: Dict[str, ArchitectureSpec] = {a.name: a for a in ARCHITECTURES}
-
-
-@dataclass(frozen=True)
-class ResidualProjection:
-    """One tensor depth scaling multiplies: its layer, role and parameter. ``kind`` is
-    ``"matrix"`` (a projection's weight, 2-D or fused 3-D experts) or ``"gain"`` (a post-branch
-    norm's weight, whose effective gain is ``offset + weight``)."""
-
-    layer: int
-    role: str  # "attention-output" or "feed-forward-output" (or "pattern ...")
-    name: str  # parameter name in module.named_parameters()
-    parameter: nn.Parameter
-    kind: str = "matrix"
-    offset: float = 0.0
-
-
-@dataclass(frozen=True)
-class DecoderLayout:
-    """What :func:`find_layout` found in one module. ``layers`` is empty when the layout came
-    from name patterns (enough for scaling and audits, not for observing health).
-    ``attention_added``/``feed_forward_added`` are the modules whose outputs are added to the
-    residual stream (the post-branch norm when there is one, else the output projection), times
-    ``attention_multipliers``/``feed_forward_multipliers`` (empty: 1). ``unscalable`` says why depth
-    scaling has no tensors to multiply in a layout that can still be observed."""
-
-    architecture: str
-    depth: int
-    projections: Tuple[ResidualProjection, ...]
-    layers: Tuple[nn.Module, ...] = ()
-    layer_paths: Tuple[str, ...] = ()
-    attention_outputs: Tuple[nn.Module, ...] = ()
-    feed_forward_outputs: Tuple[nn.Module, ...] = ()
-    attention_norms: Tuple[Optional[nn.Module], ...] = ()
-    feed_forward_norms: Tuple[Optional[nn.Module], ...] = ()
-    mid_norms: Tuple[Optional[nn.Module], ...] = ()
-    final_norm: Optional[nn.Module] = None
-    parallel_residual: bool = False
-    norm_placement: str = "pre"
-    gain_offset: float = 0.0
-    attention_added: Tuple[nn.Module, ...] = ()
-    feed_forward_added: Tuple[nn.Module, ...] = ()
-    attention_multipliers: Tuple[float, ...] = ()
-    feed_forward_multipliers: Tuple[float, ...] = ()
-    unscalable: Optional[str] = None
-
-    @property
-    def projection_names(self) -> Tuple[str, ...]:
-        """Parameter names of the tensors depth scaling multiplies, in layer order."""
-        return tuple(p.name for p in self.projections)
 
 
 def _get(module: nn.Module, path: Optional[str]) -> Optional[nn.Module]:
@@ -486,6 +438,18 @@ def _static(module: nn.Module, specs: Sequence[ArchitectureSpec], wanted: str, w
     raise _refuse(module, wanted, why if raised or not near else near[0][1], specs)
 
 
+def _table_name(module: nn.Module, candidate: DecoderLayout) -> Optional[str]:
+    """The table's name for a layout found by structure: the first spec whose module names give the
+    same layers and the same scaled tensors."""
+    wanted = {id(p.parameter) for p in candidate.projections}
+    for spec in ARCHITECTURES:
+        static = try_spec(spec, module)
+        if (isinstance(static, DecoderLayout) and static.layers == candidate.layers
+                and {id(p.parameter) for p in static.projections} == wanted):
+            return spec.name
+    return None
+
+
 def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None] = None) -> DecoderLayout:
     """The decoder layout of ``module``, recognized from what its layers do.
 
@@ -498,8 +462,8 @@ def find_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, No
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     specs = _resolve_specs(module, architecture)
-    from .structural import recognize  # recognition names its findings from this module's table
-    found = recognize(module, ARCHITECTURES)
+    from .structural import recognize  # recognition reads the probe; this module's table only names
+    found = recognize(module, lambda candidate: _table_name(module, candidate))
     wanted = "any recognized decoder" if not specs else f"architecture {specs[0].name!r}"
     if found.refusal is not None:
         raise _refuse(module, "a residual decoder", found.refusal, specs or ARCHITECTURES)

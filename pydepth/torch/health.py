@@ -104,6 +104,9 @@ class _Capture:
 
     def _branch(self, key: Tuple[int, int], out: Any) -> None:
         t = _tensor(out)
+        first = self.sites.get(0)
+        if t is not None and first is not None and t.shape != first.shape and t.numel() == first.numel():
+            t = t.reshape(first.shape)  # a branch returned with its rows flattened
         if t is not None:  # a copy: some models add the next branch into this tensor in place
             multipliers = self.layout.feed_forward_multipliers if key[1] else self.layout.attention_multipliers
             m = multipliers[key[0]] if multipliers else 1.0

@@ -258,7 +258,7 @@ def _homogeneous(call: Call, group: Sequence[Tuple[str, nn.Parameter, str, float
         return False
     if o1 is None or o2 is None or o0 is None or call.output is None:
         return False
-    tol = _tol(call.output)
+    tol = max(_tol(call.output), 1e-5)  # a structural test: some norms compute in float32 inside a float64 model
     scale = o2.abs() + 2.0 * o1.abs() + 2.0 * o0.abs()
     if not bool(((o1 - _f64(call.output)).abs() <= tol * scale).all()):
         return False
@@ -271,14 +271,12 @@ def _homogeneous(call: Call, group: Sequence[Tuple[str, nn.Parameter, str, float
 def _scale_group(rec: LayerRecord, block: Call) -> Union[str, Scaled]:
     """The latest parameter group of ``block`` whose scaling scales its output (paths in the layer)."""
     ends = {id(c.module): c.end for c in rec.calls}
-    best: Optional[Tuple[int, List[Tuple[str, nn.Parameter, str, float, nn.Module]]]] = None
-    for group in _groups(block.module).values():
-        end = max(ends.get(id(owner), block.end) for *_, owner in group)
-        if (best is None or end > best[0]) and _homogeneous(block, group):
-            best = (end, group)
-    if best is None:
-        return f"no parameter group of {block.name!r} scales its output (no output projection or gain found)"
-    return tuple((f"{block.name}.{n}", p, kind, off) for n, p, kind, off, _ in best[1])
+    groups = sorted(_groups(block.module).values(),
+                    key=lambda g: -max(ends.get(id(owner), block.end) for *_, owner in g))
+    for group in groups:  # latest first: the first that scales the output is the one
+        if _homogeneous(block, group):
+            return tuple((f"{block.name}.{n}", p, kind, off) for n, p, kind, off, _ in group)
+    return f"no parameter group of {block.name!r} scales its output (no output projection or gain found)"
 
 
 def final_norm_of(rec: Any, last: Optional[torch.Tensor]) -> Optional[nn.Module]:
@@ -289,6 +287,19 @@ def final_norm_of(rec: Any, last: Optional[torch.Tensor]) -> Optional[nn.Module]
         if is_norm(module) and t is not None and t.shape == last.shape and torch.equal(t, last):
             return module
     return None
+
+
+def _non_finite(layer: nn.Module, rec: LayerRecord) -> Optional[str]:
+    """NaN or inf in the probe's stream named as such, with the first parameter holding one."""
+    h = rec.h
+    if h is None or not h.is_floating_point() or bool(torch.isfinite(h).all()):
+        return None
+    kind = "NaN" if bool(torch.isnan(h).any()) else "inf"
+    for name, p in layer.named_parameters():
+        if p.dtype.is_floating_point and not bool(torch.isfinite(p.detach()).all()):
+            what = "NaN" if bool(torch.isnan(p.detach()).any()) else "inf"
+            return f"the stream holds {kind} after this layer: its parameter {name!r} holds {what}"
+    return f"the stream holds {kind} after this layer (from its input or its arithmetic, not its parameters)"
 
 
 def probe_structure(module: nn.Module, call: Any) -> Union[str, StructureFinding]:
@@ -304,6 +315,9 @@ def probe_structure(module: nn.Module, call: Any) -> Union[str, StructureFinding
         for b, rec in enumerate(recorder.records):
             if rec.runs != 1:
                 return f"{path}.{b} ran {rec.runs} times in one forward; a residual layer runs once"
+            bad = _non_finite(layers[b], rec)
+            if bad:
+                return f"{path}.{b}: {bad}"
             found = analyze_layer(rec)
             if isinstance(found, str):
                 return f"{path}.{b}: {found}"

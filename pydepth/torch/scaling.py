@@ -24,9 +24,9 @@ from torch import nn
 from ..errors import AlreadyScaledError, ArchitectureError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
 from .audit import audit_layout, projection_scale
-from .marks import leave_mark, module_records, recorded_scalings
+from .marks import config_records, leave_mark, module_records, recorded_scalings
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor
-from .schemes import SCHEMES, Scheme, scheme_factors, scheme_name, tensor_std
+from .schemes import SCHEMES, Scheme, fitting_compositions, scheme_factors, scheme_name, tensor_std
 
 __all__ = ["SCHEMES", "Scheme", "scheme_factors", "scheme_name", "tensor_std", "ScaledTensor",
            "DepthScalingRecord", "apply_depth_scaling", "scaling_history", "resolve_layout"]
@@ -46,14 +46,21 @@ def _previous(module: nn.Module, layout: DecoderLayout) -> Optional[str]:
                 f"{last.get('architecture')}, recorded on the {last.get('where')})")
     if layout.architecture == "patterns" or not layout.projections:
         return None
-    try:
-        follows = [n for n in audit_layout(module, layout, "1/sqrt(L)", None, 0.2).follows if n in SCHEMES]
+    try:  # measured / base for every residual output: a scheme of factor 1 expects the base
+        audit = audit_layout(module, layout, _unit, None, 0.2)
     except ScalingSchemeError:  # no base to compare with: nothing to say
         return None
+    ratios = [(r.layer, r.ratio) for r in audit.rows if r.role == "residual-output" and r.layer is not None]
+    follows = fitting_compositions(ratios, layout.depth, 0.2)
     if follows:
         return (f"has residual outputs that already follow {follows[0]} (audit_initialization; e.g. a stock "
                 "initialization that scales them, or scaled weights loaded with load_state_dict)")
     return None
+
+
+def _unit(layer: int, depth: int) -> float:
+    """The factor-1 scheme: the audit's expected scale is then the base itself."""
+    return 1.0
 
 
 def _multiply(p: ResidualProjection, factor: float) -> None:
@@ -93,6 +100,7 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
     if previous is not None and not force:
         raise AlreadyScaledError(f"{type(module).__name__} {previous}; scaling again multiplies the factors — "
                                  "pass force=True if that is what you want")
+    earlier = config_records(module, [p.parameter for p in layout.projections])
     before = [projection_scale(p) for p in layout.projections]
     rows = []
     with torch.no_grad():
@@ -100,6 +108,9 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
             factor = factors[p.layer]
             _multiply(p, factor)
             rows.append(ScaledTensor(p.name, p.layer, p.role, factor, scale, projection_scale(p), p.kind))
-    record = DepthScalingRecord(layout.architecture, name, layout.depth, tuple(rows), forced=previous is not None)
-    leave_mark(module, [p.parameter for p in layout.projections], record)
+    multipliers = tuple(dict.fromkeys(m for m in (*layout.attention_multipliers, *layout.feed_forward_multipliers)
+                                      if m != 1.0))
+    record = DepthScalingRecord(layout.architecture, name, layout.depth, tuple(rows), forced=previous is not None,
+                                residual_multipliers=multipliers)
+    leave_mark(module, [p.parameter for p in layout.projections], record, earlier)
     return record

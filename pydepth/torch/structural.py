@@ -4,13 +4,14 @@ called, and how its finding becomes the :class:`DecoderLayout` that observation,
 audit all read. The table of :mod:`.architectures` only names what was found."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from torch import nn
 
-from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, try_spec
+from .layout import DecoderLayout, ResidualProjection
 from .probe import probe_ids
 from .recognition import StructureFinding, probe_structure
 
@@ -92,28 +93,24 @@ def _projections(module: nn.Module, finding: StructureFinding) -> Tuple[Tuple[Re
     return tuple(out), None
 
 
-def _name(module: nn.Module, finding: StructureFinding, projections: Sequence[ResidualProjection],
-          specs: Sequence[ArchitectureSpec]) -> str:
+def _name(module: nn.Module, layout: DecoderLayout, finding: StructureFinding,
+          table_name: Callable[[DecoderLayout], Optional[str]]) -> str:
     """The table's name when one spec describes the same tensors with unit multipliers; else the
     model type (or class) the structure was found in."""
     unit = all(m == 1.0 for f in finding.findings for m in f.multipliers)
-    wanted = {id(p.parameter) for p in projections}
-    for spec in specs:
-        static = try_spec(spec, module)
-        if (unit and isinstance(static, DecoderLayout) and static.layers == finding.layers
-                and {id(p.parameter) for p in static.projections} == wanted):
-            return spec.name
-    return model_type(module) or type(module).__name__
+    named = table_name(layout) if unit else None
+    return named or model_type(module) or type(module).__name__
 
 
-def _layout(module: nn.Module, finding: StructureFinding, specs: Sequence[ArchitectureSpec]) -> DecoderLayout:
+def _layout(module: nn.Module, finding: StructureFinding,
+            table_name: Callable[[DecoderLayout], Optional[str]]) -> DecoderLayout:
     projections, unscalable = _projections(module, finding)
     fs = finding.findings
     parallel = fs[0].parallel
     post = fs[0].post_norms
     placement = "pre" if not any(post) else ("post" if post_reads(fs[0]) else "sandwich")
-    return DecoderLayout(
-        architecture=_name(module, finding, projections, specs), depth=len(fs), projections=projections,
+    layout = DecoderLayout(
+        architecture="", depth=len(fs), projections=projections,
         layers=finding.layers, layer_paths=tuple(f"{finding.stack_path}.{b}" for b in range(len(fs))),
         attention_outputs=tuple(f.added[0] for f in fs), feed_forward_outputs=tuple(f.added[1] for f in fs),
         attention_norms=tuple(f.norms[0] for f in fs), feed_forward_norms=tuple(f.norms[1] for f in fs),
@@ -122,6 +119,7 @@ def _layout(module: nn.Module, finding: StructureFinding, specs: Sequence[Archit
         attention_added=tuple(f.added[0] for f in fs), feed_forward_added=tuple(f.added[1] for f in fs),
         attention_multipliers=tuple(f.multipliers[0] for f in fs),
         feed_forward_multipliers=tuple(f.multipliers[1] for f in fs), unscalable=unscalable)
+    return dataclasses.replace(layout, architecture=_name(module, layout, finding, table_name))
 
 
 def post_reads(finding: Any) -> bool:
@@ -129,8 +127,8 @@ def post_reads(finding: Any) -> bool:
     return finding.mid is not None and "norm" not in type(finding.mid).__name__.lower()
 
 
-def recognize(module: nn.Module, specs: Sequence[ArchitectureSpec]) -> Recognition:
-    """Structural recognition of ``module`` (``specs`` only name the result)."""
+def recognize(module: nn.Module, table_name: Callable[[DecoderLayout], Optional[str]]) -> Recognition:
+    """Structural recognition of ``module``; ``table_name`` names a found layout (None: unnamed)."""
     try:
         call = _probe_call(module)
         if isinstance(call, str):
@@ -143,4 +141,4 @@ def recognize(module: nn.Module, specs: Sequence[ArchitectureSpec]) -> Recogniti
         return Recognition(not_run=f"the probe forward raised {type(err).__name__}: {first}{forward_hint(err)}")
     if isinstance(finding, str):
         return Recognition(refusal=finding)
-    return Recognition(layout=_layout(module, finding, specs))
+    return Recognition(layout=_layout(module, finding, table_name))
