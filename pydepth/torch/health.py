@@ -148,7 +148,7 @@ def _numpy64(t: torch.Tensor) -> np.ndarray:
 
 def _gain(norm: Optional[nn.Module], offset: float) -> Tuple[float, ...]:
     g = effective_gain(norm, offset) if norm is not None else None
-    return tuple(float(v) for v in g.cpu().reshape(-1)) if g is not None else ()
+    return tuple(g.detach().cpu().reshape(-1).tolist()) if g is not None else ()  # exact Python floats
 
 
 def _vocabulary(module: nn.Module) -> Optional[int]:

@@ -23,7 +23,7 @@ from ...errors import MissingAdjointError, MonitorSettingError, PydepthError, Un
 from ...health import DepthHealthReport
 from ..architectures import ArchitectureSpec, DecoderLayout, find_layout
 from ..health import (SiteProbe, _accepts, _Capture, _check_residual_sums, _loss, _refuse_unobservable, _request,
-                      report_from_probe)
+                      probe_sites, report_from_probe)
 from .oneshot import OneForward
 from .record import IN_STEP, ObservationRecord, autocast_dtype
 from .unwrap import unwrap_model
@@ -68,6 +68,7 @@ class StepCapture:
         self.architecture = architecture
         self._hooks = OneForward()
         self._layout: Optional[Tuple[nn.Module, DecoderLayout]] = None
+        self._checked: Optional[nn.Module] = None
         self._reset()
 
     def _reset(self) -> None:
@@ -136,6 +137,17 @@ class StepCapture:
         except PydepthError as err:
             self._error = err  # raised by report(): a hook must not break the training step
 
+    def _check_structure(self, module: nn.Module, layout: DecoderLayout) -> None:
+        """Each site is the previous one plus the branches in between: on the captured tensors, or,
+        when dropout sits between a branch and its addition, on one eval-mode probe of the batch."""
+        if not any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 and m.training for m in module.modules()):
+            _check_residual_sums(layout, self._sites, self._capture.branches if self._capture else {}, module)
+            return
+        assert self._call is not None
+        ids, labels, mask, _ = _inputs(module, layout, self._call[1], self._call[2])
+        probe_sites(module, ids, labels, attention_mask=mask, architecture=self.architecture,
+                    position_ids=self._call[2].get("position_ids"))
+
     def _valid_and_factor(self) -> Tuple[np.ndarray, float]:
         assert self._call is not None and self._layout is not None
         module, args, kwargs = self._call
@@ -175,12 +187,15 @@ class StepCapture:
         if missing:
             raise MissingAdjointError(f"the step's backward did not reach residual sites {missing}")
         module, layout = self._call[0], self._layout[1]
-        _check_residual_sums(layout, self._sites, self._capture.branches if self._capture else {}, module)
+        if self._checked is not module:  # the structure is the model's: checked on its first observation
+            self._check_structure(module, layout)
+            self._checked = module
         valid, factor = self._valid_and_factor()
         g = float(self._loss_grad.detach().to(torch.float64))
         if g == 0.0 or not np.isfinite(g):
             raise MissingAdjointError(f"the gradient reaching the model's loss is {g!r}: no adjoint can be unscaled")
-        adjoints = tuple((self._grads[i].detach().to(torch.float64) / g) * factor for i in range(len(self._sites)))
+        unscale = factor / g  # exact when both are powers of two, one rounding otherwise
+        adjoints = tuple(self._grads[i].detach().to(torch.float64) * unscale for i in range(len(self._sites)))
         probe = SiteProbe(layout, tuple(s.detach() for s in self._sites), adjoints, valid,
                           self._capture.branches if self._capture else {})
         record = ObservationRecord(IN_STEP, "micro-batch", "local", self._autocast,

@@ -166,7 +166,8 @@ class HealthMonitor:
         return metrics
 
     def close(self) -> None:
-        """Removes any in-step hook and closes the sinks that own what they write to (e.g. a JSON-lines file opened from a path)."""
+        """Removes any in-step hook and closes the sinks that own what they write to (e.g. a
+        JSON-lines file opened from a path)."""
         self.capture.disarm()
         for sink in self.sinks:
             close = getattr(sink, "close", None)
