@@ -171,3 +171,43 @@ def test_the_direct_api_observes_the_module_inside_data_parallel():
     ids = held()["input_ids"]
     wrapped = observe_residual_health(torch.nn.DataParallel(model), ids)
     assert health_metrics(wrapped) == health_metrics(observe_residual_health(model, ids))
+
+
+def lightning_run(tmp_path, decoder, callback, steps=4):
+    need_extra("train")
+    import lightning as L
+
+    class Lit(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = decoder
+
+        def training_step(self, batch, batch_idx):
+            return self.model(**batch).loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    trainer = L.Trainer(accelerator="cpu", max_steps=steps, logger=False, callbacks=[callback],
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=str(tmp_path))
+    trainer.fit(Lit(), torch.utils.data.DataLoader(Tokens(16), batch_size=2))
+    return trainer
+
+
+def test_lightning_checks_the_decoder_at_fit_start_and_observes_in_step(tmp_path):
+    from pydepth.torch.callbacks import HealthLightningCallback
+    compiled = tiny_llama()
+    compiled.compile()
+    seen = []
+    refusing = HealthLightningCallback(every=1, sinks=[lambda metrics, step: seen.append(step)])
+    with pytest.raises(UnsupportedModuleError, match="compiled in place"):
+        lightning_run(tmp_path, compiled, refusing)
+    assert seen == [] and hooks_on(compiled) == 0
+
+    model = tiny_llama()
+    in_step = HealthLightningCallback(every=2, mode="in-step", sinks=[lambda metrics, step: seen.append(step)])
+    lightning_run(tmp_path, model, in_step)
+    assert seen == [2, 4] and in_step.monitor.last_record.mode == "in-step"
+    assert "residual_in_step/adjoint_ratio_max" in in_step.monitor.last_metrics
+    assert hooks_on(model) == 0
