@@ -118,18 +118,25 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
         raise EmptyValidityError(f"the validity mask {mask.shape} selects no position")
     rows = arr[mask]  # boolean selection: copies valid positions only, no arithmetic
     flat = rows.reshape(-1)
-    finite = np.isfinite(flat)
-    if not finite.all():
+    n = flat.size
+    hi, lo = (float(flat.max()), float(flat.min())) if n else (0.0, 0.0)  # NaN and infinity reach both
+    if not (math.isfinite(hi) and math.isfinite(lo)):
+        finite = np.isfinite(flat)
         where = np.argwhere(mask)[int(np.flatnonzero(~finite)[0]) // max(1, rows[0].size)]
         raise NonFiniteValueError(
             f"{what} holds non-finite value {flat[~finite][0]!r} at valid position {tuple(int(i) for i in where)}")
-    n = flat.size
     if n == 0:
         raise InvalidGeometryError(f"{what} has no features at the valid positions")
-    magnitudes = np.abs(flat)
-    largest = float(magnitudes.max())
+    largest = max(hi, -lo)
     if largest == 0.0:
         return 0.0
+    if largest <= math.sqrt(_DBL_MAX / n):
+        with np.errstate(under="ignore"):  # an underflowing square only sends us to the exact path below
+            squares = flat * flat
+        # |x| >= 2**-511 exactly when x*x >= 2**-1022: no square is subnormal and none is zero
+        if float(squares.min()) >= _SMALLEST_SAFE * _SMALLEST_SAFE:
+            return math.sqrt(sequential_sum(squares) / float(n))
+    magnitudes = np.abs(flat)
     nonzero = magnitudes[magnitudes != 0.0]
     smallest = float(nonzero.min())
     if smallest >= _SMALLEST_SAFE and largest <= math.sqrt(_DBL_MAX / n):

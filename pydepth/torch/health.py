@@ -28,7 +28,7 @@ from ..health import BranchHealthRow, DepthHealthReport, health_report_from_site
 from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
 from .structural import forward_hint
 
-__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode"]
+__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode", "report_from_probe", "unwrap_parallel"]
 
 
 def _refuse_unobservable(module: nn.Module) -> None:
@@ -154,7 +154,7 @@ def _numpy64(t: torch.Tensor) -> np.ndarray:
 
 def _gain(norm: Optional[nn.Module], offset: float) -> Tuple[float, ...]:
     g = effective_gain(norm, offset) if norm is not None else None
-    return tuple(float(v) for v in g.cpu().reshape(-1)) if g is not None else ()
+    return tuple(g.detach().cpu().reshape(-1).tolist()) if g is not None else ()  # exact Python floats
 
 
 def _vocabulary(module: nn.Module) -> Optional[int]:
@@ -242,7 +242,10 @@ def _device(module: nn.Module) -> torch.device:
     return next((p.device for p in module.parameters()), torch.device("cpu"))
 
 
-def _call_twin(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
+def _call_twin(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any,
+               position_ids: Any = None) -> Tuple[Any, np.ndarray]:
+    if position_ids is not None:
+        raise TokenError("pydepth's twin takes positions through a pydepth.Batch, not position_ids")
     if attention_mask is not None:
         raise TokenError("pydepth's twin takes padding through a pydepth.Batch, not attention_mask")
     if isinstance(input_ids, Batch):
@@ -254,10 +257,16 @@ def _call_twin(module: nn.Module, input_ids: Any, labels: Any, attention_mask: A
     return out, np.ones(tuple(np.shape(out.logits)[:2]), dtype=bool)
 
 
-def _call_hf(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
+def _call_hf(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any,
+             position_ids: Any = None) -> Tuple[Any, np.ndarray]:
     req = _request(module, input_ids, labels, attention_mask, shifted=True)
     device = _device(module)
     kwargs: Dict[str, Any] = {"input_ids": req.ids.to(device), "labels": req.labels.to(device)}
+    if position_ids is not None:  # packed rows restart their positions; the model reads the boundaries here
+        pos = _ids("position id", position_ids, None)
+        if pos.shape != req.ids.shape:
+            raise TokenError(f"position_ids have shape {tuple(pos.shape)}; input ids have {tuple(req.ids.shape)}")
+        kwargs["position_ids"] = pos.to(device)
     if req.attention_mask is not None:  # the caller's mask, unchanged: labels only select the RMS
         kwargs["attention_mask"] = req.attention_mask.to(device)
     if _accepts(module, "use_cache"):
@@ -265,7 +274,10 @@ def _call_hf(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any
     return module(**kwargs), req.observed.numpy()
 
 
-def _call_plain(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any) -> Tuple[Any, np.ndarray]:
+def _call_plain(module: nn.Module, input_ids: Any, labels: Any, attention_mask: Any,
+                position_ids: Any = None) -> Tuple[Any, np.ndarray]:
+    if position_ids is not None:
+        raise TokenError(f"{type(module).__name__} takes no position_ids; observe unpacked rows")
     if attention_mask is not None:
         raise TokenError(f"{type(module).__name__} takes no attention_mask; observe unpadded rows")
     req = _request(module, input_ids, labels, None, shifted=False)
@@ -293,11 +305,11 @@ _CONVENTIONS: Tuple[Tuple[str, Callable[[nn.Module, DecoderLayout], bool], _Call
 
 
 def _call(module: nn.Module, layout: DecoderLayout, input_ids: Any, labels: Any,
-          attention_mask: Any) -> Tuple[Any, np.ndarray]:
+          attention_mask: Any, position_ids: Any = None) -> Tuple[Any, np.ndarray]:
     """Runs the module's own loss by its convention; returns (output, observed positions [B, T])."""
     for _, applies, call in _CONVENTIONS:
         if applies(module, layout):
-            return call(module, input_ids, labels, attention_mask)
+            return call(module, input_ids, labels, attention_mask, position_ids)
     raise AssertionError("the last convention applies to every module")
 
 
@@ -378,19 +390,28 @@ class SiteProbe:
     branches: Dict[Tuple[int, int], torch.Tensor]
 
 
+def unwrap_parallel(module: nn.Module) -> nn.Module:
+    """The module inside any chain of DataParallel / DistributedDataParallel wrappers: their
+    ``.module`` holds the parameters they train, and observing it runs no collective."""
+    while isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        module = module.module
+    return module
+
+
 def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attention_mask: Any = None,
-                architecture: Union[str, ArchitectureSpec, None] = None) -> SiteProbe:
+                architecture: Union[str, ArchitectureSpec, None] = None, position_ids: Any = None) -> SiteProbe:
     """Runs one hooked forward of ``module``'s own loss and differentiates it with respect to the
     residual sites only (see :func:`observe_residual_health` for the arguments and refusals)."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    module = unwrap_parallel(module)
     _refuse_unobservable(module)
     layout = find_layout(module, architecture)
     capture = _Capture(layout)
     with probe_mode(module):
         capture.install()
         try:
-            out, valid = _call(module, layout, input_ids, labels, attention_mask)
+            out, valid = _call(module, layout, input_ids, labels, attention_mask, position_ids)
         except RuntimeError as err:
             if not forward_hint(err):
                 raise
@@ -419,7 +440,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
 def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = None, *,
                             attention_mask: Any = None,
                             architecture: Union[str, ArchitectureSpec, None] = None,
-                            band: Any = None) -> DepthHealthReport:
+                            band: Any = None, position_ids: Any = None) -> DepthHealthReport:
     """Activation RMS and completed mean-loss adjoint RMS at every residual site of ``module``.
 
     ``labels`` follow the model's own convention: for pydepth's twin the targets aligned with the
@@ -427,12 +448,22 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
     ``labels`` (default: the inputs, padding ignored), shifted inside the model; for other modules
     ``forward(input_ids, labels)`` must return the mean loss. Only positions that predict a
     label (not -100) and are not masked out by ``attention_mask`` enter any RMS (for Hugging
-    Face models the last position predicts nothing); ``band`` is the inclusive ratio band (default the
+    Face models the last position predicts nothing); ``position_ids`` (Hugging Face models only)
+    are passed to the model as given, so packed rows are observed at the positions they were
+    trained at; ``band`` is the inclusive ratio band (default the
     chapter's). The probe runs in eval mode (no dropout) with gradient checkpointing off,
-    restores both, and leaves parameter ``.grad`` untouched. A ``torch.compile``d module is
-    refused with :class:`pydepth.UnsupportedModuleError`; a model without a recognized layout
-    with :class:`pydepth.ArchitectureError`."""
-    probe = probe_sites(module, input_ids, labels, attention_mask=attention_mask, architecture=architecture)
+    restores both, and leaves parameter ``.grad`` untouched. DataParallel and
+    DistributedDataParallel wrappers are looked through (their ``.module`` is observed). A
+    ``torch.compile``d module is refused with :class:`pydepth.UnsupportedModuleError`; a model
+    without a recognized layout with :class:`pydepth.ArchitectureError`."""
+    probe = probe_sites(module, input_ids, labels, attention_mask=attention_mask, architecture=architecture,
+                        position_ids=position_ids)
+    return report_from_probe(probe, band)
+
+
+def report_from_probe(probe: SiteProbe, band: Any = None) -> DepthHealthReport:
+    """The :class:`pydepth.DepthHealthReport` of one probe's sites, adjoints and branch outputs
+    (shared by the separate observation and the in-step one of the training callbacks)."""
     layout, valid = probe.layout, probe.valid
     if layout.parallel_residual:
         site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.parallel_residual.output"

@@ -19,6 +19,7 @@ class ObservedBatch:
     input_ids: Any
     labels: Any = None
     attention_mask: Any = None
+    position_ids: Any = None
 
 
 def _is_ids(value: Any) -> bool:
@@ -27,7 +28,8 @@ def _is_ids(value: Any) -> bool:
 
 def observed_batch(batch: Any) -> ObservedBatch:
     """Reads a batch as training code holds it: a mapping with ``input_ids`` (and optionally
-    ``labels`` and ``attention_mask``, as a Hugging Face collator gives), a tensor or array of
+    ``labels``, ``attention_mask`` and ``position_ids``, as a Hugging Face collator gives; packed
+    rows of ``DataCollatorWithFlattening`` keep their restarting positions), a tensor or array of
     ids, a ``(input_ids, labels)`` pair, a :class:`pydepth.Batch`, or an :class:`ObservedBatch`.
     Anything else raises :class:`pydepth.ArgumentTypeError` naming its type."""
     if isinstance(batch, ObservedBatch):
@@ -37,7 +39,8 @@ def observed_batch(batch: Any) -> ObservedBatch:
     if isinstance(batch, Mapping):
         if "input_ids" not in batch:
             raise ArgumentTypeError(f"a batch mapping needs 'input_ids'; got keys {sorted(map(str, batch))}")
-        return ObservedBatch(batch["input_ids"], batch.get("labels"), batch.get("attention_mask"))
+        return ObservedBatch(batch["input_ids"], batch.get("labels"), batch.get("attention_mask"),
+                             batch.get("position_ids"))
     if _is_ids(batch):
         return ObservedBatch(batch)
     if isinstance(batch, (tuple, list)) and len(batch) == 2 and all(_is_ids(v) for v in batch):
@@ -51,4 +54,5 @@ def detached(batch: ObservedBatch) -> ObservedBatch:
     """The same batch with tensors detached, so a kept batch holds no autograd graph."""
     def cut(v: Any) -> Any:
         return v.detach() if hasattr(v, "detach") and hasattr(v, "requires_grad") else v
-    return ObservedBatch(cut(batch.input_ids), cut(batch.labels), cut(batch.attention_mask))
+    return ObservedBatch(cut(batch.input_ids), cut(batch.labels), cut(batch.attention_mask),
+                         cut(batch.position_ids))

@@ -8,7 +8,9 @@ from torch import nn
 
 from ...errors import ArgumentTypeError, TorchDependencyError
 from ..architectures import ArchitectureSpec
+from .in_step import check_observable
 from .monitor import STEP, HealthMonitor
+from .record import SEPARATE
 
 try:
     from lightning.pytorch import Callback as _Callback
@@ -49,23 +51,44 @@ class HealthLightningCallback(_Callback):
     attribute when it has one (else the LightningModule itself), a dotted attribute path, or a
     function of the LightningModule. ``batch="step"`` observes the step's batch after
     ``inputs(batch)`` (default: the batch as is: a mapping with ``input_ids``, a tensor of ids
-    or an ``(input_ids, labels)`` pair); otherwise ``batch`` is a held batch. The other
-    arguments are :class:`pydepth.torch.callbacks.HealthMonitor`'s."""
+    or an ``(input_ids, labels)`` pair); otherwise ``batch`` is a held batch. ``mode="in-step"``
+    reads the step's own forward and backward instead (its last micro-batch; the training step
+    must differentiate the decoder's own loss). The decoder is checked in ``on_fit_start``, so an
+    unobservable model fails before the first step with the reason, and every hook is removed
+    in ``on_exception``. The other arguments are :class:`pydepth.torch.callbacks.HealthMonitor`'s."""
 
     def __init__(self, every: int = 100, batch: Any = STEP, *, module: ModuleChoice = None,
                  inputs: Optional[Callable[[Any], Any]] = None, sinks: Any = None,
                  log_to_trainer: bool = True, band: Optional[Sequence[float]] = None,
-                 architecture: Union[str, ArchitectureSpec, None] = None, prefix: str = "residual",
-                 per_site: bool = True, rank_zero_only: bool = True) -> None:
+                 architecture: Union[str, ArchitectureSpec, None] = None, prefix: Optional[str] = None,
+                 per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE) -> None:
         super().__init__()
         if inputs is not None and not callable(inputs):
             raise ArgumentTypeError(f"inputs must be a function of the batch, got {type(inputs).__name__}")
         self.monitor = HealthMonitor(nn.Module(), every, batch, sinks=sinks, band=band,
                                      architecture=architecture, prefix=prefix, per_site=per_site,
-                                     rank_zero_only=rank_zero_only)
+                                     rank_zero_only=rank_zero_only, mode=mode)
         self.module = module
         self.inputs = inputs
         self.log_to_trainer = bool(log_to_trainer)
+
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        """Finds and checks the decoder before the first step."""
+        self.monitor.model = _decoder(pl_module, self.module)
+        check_observable(self.monitor.model, self.monitor.architecture)
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        """Arms the in-step capture when the coming optimizer step is due."""
+        self.monitor.model = _decoder(pl_module, self.module)
+        self.monitor.begin_step(int(trainer.global_step) + 1)
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """Removes any hook the capture holds."""
+        self.monitor.capture.disarm()
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        """Removes any hook the capture holds."""
+        self.monitor.capture.disarm()
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
