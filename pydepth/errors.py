@@ -192,6 +192,11 @@ class SiteSpecError(JaxBridgeError, ValueError):
     submodule, a layer axis the leaves do not have, a site seen twice or never)."""
 
 
+class JaxScalingSchemeError(JaxBridgeError, ScalingSchemeError):
+    """JAX depth scaling or its audit refused a scheme, a pattern or a depth (also a
+    :class:`ScalingSchemeError`, as the torch bridge's)."""
+
+
 class JaxMonitorSettingError(JaxBridgeError, ValueError):
     """A JAX health monitor setting is out of range (``every`` not a positive integer)."""
 

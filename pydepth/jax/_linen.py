@@ -122,21 +122,33 @@ class LinenAdapter:
                 raise SiteSpecError(f"blocks {self.sites.blocks!r} matches {len(paths)} modules; a scanned "
                                     "stack is one module")
         else:
-            def index(p: Path) -> int:
-                m = self.pattern.fullmatch("/".join(p))
-                return int(m.group(1)) if m and m.groups() and m.group(1) is not None else paths.index(p)
-            paths.sort(key=index)
+            paths.sort(key=lambda p: self._index(p, paths))
         return [(p, seen[p]) for p in paths]
+
+    def _index(self, path: Path, paths: List[Path]) -> int:
+        """An unrolled block's layer: the pattern's first group (digits), else its order of calls."""
+        m = self.pattern.fullmatch("/".join(path))
+        if not (m and m.groups() and m.group(1) is not None):
+            return paths.index(path)
+        if not m.group(1).isdigit():
+            raise SiteSpecError(f"blocks {self.sites.blocks!r}: its first group captured {m.group(1)!r} in "
+                                f"{'/'.join(path)!r}; it must capture the layer index only, as r'layers_(\\d+)'")
+        return int(m.group(1))
 
     def _count(self, variables: Any, found: List[Tuple[Path, Tuple[int, ...]]]) -> int:
         """The number of layers: blocks found, or the stacked leaves' extent on the layer axis."""
         if not self.sites.stacked:
             return len(found)
         axis = self.sites.stack_axis
-        leaf = _first_leaf(_subtree(variables["params"], found[0][0], "the scanned blocks"))
-        if leaf is None or np.ndim(leaf) <= axis:
+        leaves = jax.tree_util.tree_leaves(_subtree(variables["params"], found[0][0], "the scanned blocks"))
+        if not leaves or any(np.ndim(leaf) <= axis for leaf in leaves):
             raise SiteSpecError(f"the scanned blocks' parameters have no layer axis {axis}")
-        return int(np.shape(leaf)[axis])
+        extents = sorted({int(np.shape(leaf)[axis]) for leaf in leaves})
+        if len(extents) > 1:
+            raise SiteSpecError(f"layer_axis {axis} is not the layer axis of the scanned blocks: their parameters "
+                                f"have extents {extents} on it (shapes like {np.shape(leaves[0])}); give the "
+                                "axis nn.scan stacks params on (variable_axes, MaxText's param_scan_axis)")
+        return extents[0]
 
     def call(self, variables: Any, batch: Any, dummies: Dict[Path, Any]) -> Any:
         """The loss with every block tapped, its dummy a parameter at the block's scope."""

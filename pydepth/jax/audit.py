@@ -16,10 +16,10 @@ from typing import Any, List, Optional, Sequence, Tuple, cast
 import numpy as np
 
 from .._checks import as_positive_finite
-from ..bridge.schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, audit_verdict, scheme_factors, scheme_name
-from ..errors import ScalingSchemeError
+from ..bridge.schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, audit_verdict
+from ..errors import JaxScalingSchemeError as ScalingSchemeError
 from ._leaves import named_leaves
-from .scaling import _wrapped, select_projections
+from .scaling import _wrapped, jax_factors, select_projections
 
 __all__ = ["audit_initialization", "identify_scheme"]
 
@@ -58,11 +58,11 @@ def audit_initialization(model: Any, scheme: Scheme = "1/sqrt(L)", base_std: Opt
     ``measured / expected`` within ``tolerance`` is ``ok``; for a residual output projection a
     ratio near ``1/factor`` is ``unscaled`` and near ``factor`` ``double-scaled``; else ``off``.
     Reads the model only."""
-    name = scheme_name(scheme)
+    name, _ = jax_factors(scheme, None)
     tol = as_positive_finite("tolerance", tolerance, ScalingSchemeError)
     library, leaves, _ = named_leaves(model.inner if _wrapped(model) else model)
     chosen, found_depth = select_projections(leaves, patterns, layer_axis, depth)
-    factors = scheme_factors(scheme, found_depth)
+    _, factors = jax_factors(scheme, found_depth)
     residual = {s.name: s.layer for s in chosen}
     drawn = [m for m in _matrices(leaves, residual, layer_axis) if m[2] == "residual-output" or np.ptp(m[3]) > 0]
     matrices = drawn  # constant tensors (norm gains, zero biases) were not drawn at random

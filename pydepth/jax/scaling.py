@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
-from ..errors import ArgumentTypeError, JaxAlreadyScaledError, ScalingSchemeError
+from ..errors import ArgumentTypeError, JaxAlreadyScaledError, JaxScalingSchemeError, ScalingSchemeError
 from ._leaves import MARK, named_leaves
 
 __all__ = ["apply_depth_scaling", "scaling_count", "Selected", "select_projections", "depth_scaled_class",
@@ -48,11 +48,11 @@ def select_projections(leaves: List[Tuple[str, Any]], patterns: Sequence[str], l
     """The tensors the patterns select and the depth (given, or found: the largest layer index
     plus one, or a stacked tensor's extent on ``layer_axis``)."""
     if isinstance(patterns, str) or not patterns:
-        raise ScalingSchemeError(f"patterns must be a non-empty sequence of regular expressions, got {patterns!r}")
+        raise JaxScalingSchemeError(f"patterns must be a non-empty sequence of regular expressions, got {patterns!r}")
     try:
         compiled = [re.compile(p) for p in patterns]
     except (re.error, TypeError) as err:
-        raise ScalingSchemeError(f"patterns {list(patterns)!r} are not regular expressions: {err}") from None
+        raise JaxScalingSchemeError(f"patterns {list(patterns)!r} are not regular expressions: {err}") from None
     chosen: List[Selected] = []
     extents = []
     for name, leaf in leaves:
@@ -64,19 +64,30 @@ def select_projections(leaves: List[Tuple[str, Any]], patterns: Sequence[str], l
             extents.append(int(match.group(1)) + 1)
             continue
         if layer_axis is None or np.ndim(leaf) <= layer_axis:
-            raise ScalingSchemeError(f"{name} matches without a layer group, so it must be a stacked tensor "
+            raise JaxScalingSchemeError(f"{name} matches without a layer group, so it must be a stacked tensor "
                                      f"with layer axis {layer_axis!r}; its shape is {np.shape(leaf)}")
         chosen.append(Selected(name, None, leaf))
         extents.append(int(np.shape(leaf)[layer_axis]))
     if not chosen:
-        raise ScalingSchemeError(f"no parameter path matches {list(patterns)!r}; paths look like "
+        raise JaxScalingSchemeError(f"no parameter path matches {list(patterns)!r}; paths look like "
                                  f"{[n for n, _ in leaves[:3]]}")
     found = max(extents)
     if depth is None:
         return chosen, found
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < found:
-        raise ScalingSchemeError(f"depth {depth!r} is below the {found} layers the patterns select")
+        raise JaxScalingSchemeError(f"depth {depth!r} is below the {found} layers the patterns select")
     return chosen, depth
+
+
+def jax_factors(scheme: Scheme, depth: Optional[int]) -> Tuple[str, Tuple[float, ...]]:
+    """The scheme's name and (for a ``depth``) its factors, a refusal raised as
+    :class:`pydepth.JaxScalingSchemeError`."""
+    try:
+        return scheme_name(scheme), (() if depth is None else scheme_factors(scheme, depth))
+    except ScalingSchemeError as err:
+        if isinstance(err, JaxScalingSchemeError):
+            raise
+        raise JaxScalingSchemeError(str(err)) from None
 
 
 def _std(value: Any) -> float:
@@ -158,7 +169,7 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
     ``force=True``."""
     if not isinstance(force, bool):
         raise ArgumentTypeError(f"force must be a bool, got {force!r}")
-    name = scheme_name(scheme)
+    name, _ = jax_factors(scheme, None)
     history: Tuple[Any, ...] = model.history if _wrapped(model) else ()
     inner = model.inner if _wrapped(model) else model
     library, leaves, rebuild = named_leaves(inner)
@@ -167,7 +178,7 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
         raise JaxAlreadyScaledError(f"this {library} model was already depth-scaled {count} time(s); scaling "
                                     "again multiplies the factors — pass force=True if that is what you want")
     chosen, found_depth = select_projections(leaves, patterns, layer_axis, depth)
-    factors = scheme_factors(scheme, found_depth)
+    _, factors = jax_factors(scheme, found_depth)
     new: Dict[str, Any] = {}
     rows: List[ScaledTensor] = []
     for sel in chosen:
