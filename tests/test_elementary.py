@@ -404,6 +404,24 @@ def test_simd_exp_matches_scalar_on_mixed_special_lanes_and_tails():
         _elementary.force_exp_array_path(before)
 
 
+def test_the_array_exp_in_place_gives_each_lane_the_exp_of_its_own_input():
+    rng = np.random.default_rng(5)
+    pool = np.concatenate([COMMON_SPECIALS, SPECIALS["exp"], -SPECIALS["exp"], rng.uniform(-600, 600, 64)])
+    before = _elementary.exp_array_path()
+    try:
+        for path in ("avx2-fma", "scalar"):
+            if not _elementary.force_exp_array_path(path):
+                continue
+            for n in (1, 2, 3, 4, 6, 8, 13, 64, 255):
+                x = rng.choice(pool, n)
+                apart, inplace = np.empty(n), x.copy()
+                _elementary.exp_into(x, apart)
+                _elementary.exp_into(inplace, inplace)
+                assert_same_bits(f"exp in place ({path})", inplace, apart, x)
+    finally:
+        _elementary.force_exp_array_path(before)
+
+
 def test_the_extensions_import_no_elementary_function_from_libm():
     nm = shutil.which("nm")
     if nm is None:
