@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Bit patterns of doubles (docs/numerics-elementary.md §1: bits, dbl, e, hw) and the NaN
- * results of §10, built from their bits so no hardware NaN rule is involved. */
+/* Bit patterns of doubles, and the NaN results of docs/numerics-elementary.md §10 built from
+ * their bits so no hardware NaN rule is involved. */
 #ifndef PD_LIBM_BITS_H
 #define PD_LIBM_BITS_H
 #include <stdint.h>
@@ -18,10 +18,10 @@ static inline double pd_dbl(uint64_t u) {
     return a;
 }
 
-/* e(a): the biased exponent field of |a| (§1). */
+/* The biased exponent field of |a|. */
 static inline uint64_t pd_efield(double a) { return (pd_bits(a) >> 52) & 0x7ff; }
 
-/* hw(a): the high 32-bit word, with sign (§1). */
+/* The high 32-bit word, with sign. */
 static inline uint32_t pd_hw(double a) { return (uint32_t)(pd_bits(a) >> 32); }
 
 static inline int pd_is_nan(double a) { return (pd_bits(a) << 1) > 0xffe0000000000000ull; }
@@ -35,6 +35,6 @@ static inline double pd_nan_star(void) { return pd_dbl(PD_NAN_STAR_BITS); }
 
 static inline double pd_inf(void) { return pd_dbl(0x7ff0000000000000ull); }
 
-/* S52 = 1.5 * 2^52: (v + S52) - S52 rounds v to an integer, the low bits of the sum hold it (§1). */
+/* 1.5 * 2^52: for |v| < 2^51, (v + S52) - S52 is v rounded to an integer, held in the sum's low bits. */
 #define PD_S52 0x1.8p52
 #endif

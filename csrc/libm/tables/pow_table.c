@@ -7,8 +7,8 @@
  *   (so z * rc - 1 is exact), lc + lt is log(c) as a head and a tail, c being 1/rc (lc has
  *   its low 11 bits zero). Many neighbouring entries are equal (10 and 11, 17 and 18, ...,
  *   74 and 75, counting from 0): the published table repeats them.
- * A_pow: coefficients A0..A6 of log1p(r) ~ r + A0 r^2 + a3 (A1 + ...) in the nested form of
- *   §4.3, where a3 = A0 r^3; they are the minimax coefficients pre-scaled by powers of -2.
+ * A_pow: coefficients A0..A6 of log1p(r) in the nested form of §4.2; they are the minimax
+ *   coefficients pre-scaled by powers of -2.
  * pow uses ln2_hi and ln2_lo of log_table.c (the same two numbers).
  * Where the values come from: the table and coefficients Arm published with its table-driven
  * pow (Arm Optimized Routines math/pow_log_data.c, N = 128; the same numbers are in the GNU C
