@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 import stat
-from typing import Any, Iterator, Optional, Tuple, Type
+from typing import Any, Iterator, Tuple, Type
 
 from ..errors import InputFileError, PydepthError
 
@@ -46,13 +46,24 @@ def _oserror(error: Type[PydepthError], err: OSError, message: str) -> PydepthEr
     return error(message)
 
 
+def _check_inside(name: str, inside: Any, kind: str, error: Type[PydepthError]) -> None:
+    root = os.path.realpath(os.fspath(inside))
+    real = os.path.realpath(name)
+    if os.path.commonpath([root, real]) != root:
+        raise error(f"{name}: the {kind} resolves to {real}, outside {root}; only files inside it are read")
+
+
 @contextlib.contextmanager
-def open_regular(path: Any, kind: str, error: Type[PydepthError] = InputFileError) -> Iterator[Tuple[int, int]]:
+def open_regular(path: Any, kind: str, error: Type[PydepthError] = InputFileError,
+                 inside: Any = None) -> Iterator[Tuple[int, int]]:
     """``(descriptor, size)`` of the regular file at path, opened with O_NONBLOCK; a special
-    file, or one larger than ``CAPS[kind]``, is refused with ``error`` before a byte is read."""
+    file, one larger than ``CAPS[kind]``, or (given ``inside``) one that resolves outside that
+    directory through a link is refused with ``error`` before a byte is read."""
     name = os.fspath(path)
     if name == "":
         raise error(f"the {kind} path is empty")
+    if inside is not None:
+        _check_inside(name, inside, kind, error)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(name, flags)
@@ -70,9 +81,9 @@ def open_regular(path: Any, kind: str, error: Type[PydepthError] = InputFileErro
         os.close(fd)
 
 
-def regular_file(path: Any, kind: str, error: Type[PydepthError] = InputFileError) -> None:
+def regular_file(path: Any, kind: str, error: Type[PydepthError] = InputFileError, inside: Any = None) -> None:
     """Checks, without reading, that path is a regular file within the cap of its kind."""
-    with open_regular(path, kind, error):
+    with open_regular(path, kind, error, inside):
         pass
 
 
@@ -90,15 +101,15 @@ def _read_fd(fd: int, size: int, name: str, kind: str, error: Type[PydepthError]
     return b"".join(chunks)
 
 
-def read_bytes(path: Any, kind: str, error: Type[PydepthError] = InputFileError) -> bytes:
+def read_bytes(path: Any, kind: str, error: Type[PydepthError] = InputFileError, inside: Any = None) -> bytes:
     """The bytes of the regular file at path (at most its size when opened, at most the cap)."""
-    with open_regular(path, kind, error) as (fd, size):
+    with open_regular(path, kind, error, inside) as (fd, size):
         return _read_fd(fd, size, os.fspath(path), kind, error)
 
 
-def read_text(path: Any, kind: str, error: Type[PydepthError] = InputFileError) -> str:
+def read_text(path: Any, kind: str, error: Type[PydepthError] = InputFileError, inside: Any = None) -> str:
     """The file's text, strictly UTF-8: an undecodable byte is refused naming its offset."""
-    data = read_bytes(path, kind, error)
+    data = read_bytes(path, kind, error, inside)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -106,10 +117,9 @@ def read_text(path: Any, kind: str, error: Type[PydepthError] = InputFileError) 
                     f"{data[err.start:err.start + 1]!r})") from None
 
 
-def read_json(path: Any, kind: str, error: Type[PydepthError] = InputFileError, text: Optional[str] = None) -> Any:
-    """The file's JSON value (or that of ``text`` already read from it); malformed or too deeply
-    nested JSON is refused naming the file."""
-    source = read_text(path, kind, error) if text is None else text
+def read_json(path: Any, kind: str, error: Type[PydepthError] = InputFileError, inside: Any = None) -> Any:
+    """The file's JSON value; malformed or too deeply nested JSON is refused naming the file."""
+    source = read_text(path, kind, error, inside)
     try:
         return json.loads(source)
     except ValueError as err:
