@@ -82,10 +82,8 @@ def test_a_stale_lock_whose_pid_is_gone_is_taken_over(tmp_path):
 
 
 def test_two_holders_of_one_directory_cannot_overlap(tmp_path):
-    with holding(tmp_path, "first"):
-        with pytest.raises(RunDirectoryError, match="first"):
-            with holding(tmp_path, "second"):
-                pass
+    with holding(tmp_path, "first"), pytest.raises(RunDirectoryError, match="first"), holding(tmp_path, "second"):
+        pass
     with holding(tmp_path, "third"):
         pass
 
@@ -133,5 +131,5 @@ def test_the_command_line_refuses_a_second_fresh_run_in_one_line_and_overwrite_m
     assert main(args) == 0
     assert main(args) == 1
     assert "holds another run" in capsys.readouterr().err
-    assert main(args + ["--overwrite"]) == 0
+    assert main([*args, "--overwrite"]) == 0
     assert any(p.name.startswith("run.old-") for p in tmp_path.iterdir())

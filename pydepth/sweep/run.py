@@ -28,7 +28,7 @@ from .cell import backend, run_cells
 from .errors import SweepDependencyError, SweepError, SweepSpecError
 from .progress import Progress
 from .spec import Cell, SweepSpec
-from .store import prepare_directory, pyarrow_modules, write_part
+from .store import claimed, prepare_directory, pyarrow_modules, write_part
 from .._version import __version__
 
 __all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds"]
@@ -236,6 +236,12 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
     pyarrow_modules()
     if scheduler != "serial":
         _dask()
+    with claimed(out):
+        return _run(spec, out, scheduler, workers, resume, recompute_damaged, progress, stream)
+
+
+def _run(spec: SweepSpec, out: PathLike, scheduler: Optional[str], workers: Optional[int], resume: bool,
+         recompute_damaged: bool, progress: bool, stream: Optional[TextIO]) -> SweepResult:
     t0 = time.perf_counter()
     done = prepare_directory(out, spec, resume=resume, repair=recompute_damaged)
     cells = spec.cells()
