@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("pyarrow", reason="the sweep store needs pyarrow (the 'sweep' extra)")
 
-from pydepth.errors import PydepthError, RunDirectoryError  # noqa: E402
-from pydepth.sweep import DamagedPartError, SweepSpec, SweepStoreError, read_table, run  # noqa: E402
-from pydepth.sweep.store import claimed, part_files  # noqa: E402
-from pydepth._files.lock import LOCK_FILE  # noqa: E402
+from pydepth.errors import PydepthError, RunDirectoryError
+from pydepth.sweep import DamagedPartError, SweepSpec, SweepStoreError, read_table, run
+from pydepth.sweep.store import claimed, part_files
+from pydepth._files.lock import LOCK_FILE
 
 SPEC = SweepSpec(depths=[1], widths=[4], seeds=[0, 1], policies=["scaled"], sequence_length=4)
 
@@ -64,7 +64,7 @@ def test_a_special_file_named_like_a_part_is_reported_as_damage_naming_it(tmp_pa
     bad = out / "part-0123456789abcdef.parquet"
     make(bad)
     for action in (lambda: sweep(out), lambda: read_table(out)):
-        with pytest.raises(DamagedPartError, match="part-0123456789abcdef.parquet"):
+        with pytest.raises(DamagedPartError, match=r"part-0123456789abcdef\.parquet"):
             action()
     sweep(out, recompute_damaged=True)
     assert not os.path.lexists(bad) and read_table(out).num_rows > 0

@@ -90,11 +90,9 @@ def plot_missing() -> bool:
 def load_config(path: str) -> Any:
     """A DecoderConfig from a JSON file (``to_dict()`` form, or ``{"config": {...}}``)."""
     from ..config import DecoderConfig
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except RecursionError:
-        raise ValueError(f"{path}: nests JSON too deeply to be a configuration") from None
+    from ..errors import ConfigError
+    from .._files.reading import read_json
+    data = read_json(path, "configuration", ConfigError)
     if isinstance(data, dict) and "config" in data and isinstance(data["config"], dict):
         data = data["config"]
     if not isinstance(data, dict):

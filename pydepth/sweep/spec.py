@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
+from .._files.reading import read_json
 from ..config import DecoderConfig
 from ..errors import ConfigError, InvalidBandError
 from ..health import HEALTH_BAND, check_band
@@ -256,14 +257,7 @@ class SweepSpec:
     @classmethod
     def from_json_file(cls, path: str) -> SweepSpec:
         """Reads a spec from a JSON file."""
-        try:
-            with open(path) as fh:
-                data = json.load(fh)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise SweepSpecError(f"{path}: not JSON ({err})") from None
-        except RecursionError:
-            raise SweepSpecError(f"{path}: nests JSON too deeply to be a sweep spec") from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(path, "sweep spec", SweepSpecError))
 
     def replace(self, **changes: Any) -> SweepSpec:
         """A new spec with some fields changed (validated again)."""
