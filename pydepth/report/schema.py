@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from ..errors import ReportInputError
 
-__all__ = ["MAX_LABEL", "MAX_ROWS", "MAX_SITES", "check_observe", "check_steps", "check_observations"]
+__all__ = ["MAX_LABEL", "MAX_ROWS", "MAX_SITES", "check_observe", "check_observations", "check_report", "check_steps"]
 
 #: The most residual sites a report draws (a decoder of 4096 blocks has 8193).
 MAX_SITES = 8193
@@ -29,21 +29,22 @@ def _int(v: Any) -> bool:
 
 
 def _text(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= MAX_LABEL
+    return isinstance(v, str) and len(v) <= MAX_LABEL and not any("\ud800" <= c <= "\udfff" for c in v)
 
 
 def _finite(v: Any) -> bool:
     return _number(v) and math.isfinite(v)
 
 
+_LABEL = f"a string of at most {MAX_LABEL} characters of Unicode text"
 #: field of a site -> (test, what it must be)
 _SITE: Dict[str, Tuple[Callable[[Any], bool], str]] = {
     "site": (_int, "an integer"),
-    "label": (_text, f"a string of at most {MAX_LABEL} characters"),
+    "label": (_text, _LABEL),
     "activation_ratio": (_finite, "a finite number"),
-    "activation_status": (_text, f"a string of at most {MAX_LABEL} characters"),
+    "activation_status": (_text, _LABEL),
     "adjoint_ratio": (_finite, "a finite number"),
-    "adjoint_status": (_text, f"a string of at most {MAX_LABEL} characters"),
+    "adjoint_status": (_text, _LABEL),
 }
 #: configuration fields a report names in titles
 _CONFIG = ("model_width", "heads", "feed_forward_width", "vocabulary_size")
