@@ -29,10 +29,19 @@ def bits(text: str) -> List[bool]:
     return [bool(v) for v in values]
 
 
+_DIGITS = 40  # longer than any integer an option takes: refused before int() reads it
+
+
+def _short(text: str, what: str) -> str:
+    if len(text.strip()) > _DIGITS:
+        raise argparse.ArgumentTypeError(f"expected {what}, got a {len(text.strip())}-character number")
+    return text
+
+
 def seed(text: str) -> int:
     """A SplitMix64 seed in [0, 2**64)."""
     try:
-        v = int(text)
+        v = int(_short(text, "a seed in [0, 2**64)"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
     if not 0 <= v < 2**64:
@@ -42,7 +51,7 @@ def seed(text: str) -> int:
 
 def _integer(text: str, low: int, what: str) -> int:
     try:
-        v = int(text)
+        v = int(_short(text, what))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if v < low:

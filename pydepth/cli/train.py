@@ -65,9 +65,11 @@ def _total_steps(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
     try:
+        if len(text) > 40:  # longer than any step count: refused before int() reads it
+            raise ValueError
         return int(text)
     except ValueError:
-        raise ValueError(f"--steps must be one positive integer for train, got {text!r}") from None
+        raise ValueError(f"--steps must be one positive integer for train, got {text[:40]!r}") from None
 
 
 class _Progress:
