@@ -12,7 +12,7 @@ import re
 import stat
 import tempfile
 import time
-from typing import Callable, IO, Optional, Type, Union
+from typing import Any, Callable, IO, Optional, Type, Union
 
 from ..errors import CheckpointFileError, PydepthError
 
@@ -103,7 +103,7 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, write: Callable[[IO[bytes]], None], what: str = "checkpoint",
+def write_atomically(path: str, write: Callable[[IO[bytes]], Any], what: str = "checkpoint",
                      error: Type[PydepthError] = CheckpointFileError, follow_links: bool = True) -> str:
     """Calls write(file) on a temporary file next to path's target and renames it over the
     target; any OSError (disk full, read-only) becomes ``error`` naming the file and leaves the
@@ -125,7 +125,7 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], what: str = 
     except OSError as err:
         reason = err.strerror or str(err)
         msg = f"{target}: {what} not written ({reason}); the previous file, if any, is unchanged"
-        raise (error(err.errno, msg) if err.errno is not None and issubclass(error, OSError)  # type: ignore[call-arg]
+        raise (error(err.errno, msg) if err.errno is not None and issubclass(error, OSError)
                else error(msg)) from err
     finally:
         if tmp is not None:

@@ -43,7 +43,7 @@ def _kind(mode: int) -> str:
 
 def _oserror(error: Type[PydepthError], err: OSError, message: str) -> PydepthError:
     if issubclass(error, OSError) and err.errno is not None:
-        return error(err.errno, message)  # type: ignore[call-arg]
+        return error(err.errno, message)
     return error(message)
 
 

@@ -8,7 +8,7 @@ import contextlib
 import os
 import pathlib
 import time
-from typing import Iterator, List
+from typing import Iterator, List, Set
 
 from .._files.lock import LOCK_FILE, holding
 from ..errors import RunDirectoryError
@@ -21,7 +21,7 @@ RUN_FILES = ("train.jsonl", "health.jsonl", "step-*.safetensors")
 
 def run_files(directory: pathlib.Path) -> List[str]:
     """The names of the run files in directory (sorted), links included."""
-    found = set()
+    found: Set[str] = set()
     for pattern in RUN_FILES:
         found.update(p.name for p in directory.glob(pattern))
     return sorted(found)
