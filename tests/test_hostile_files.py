@@ -4,6 +4,7 @@ checkpoint headers, undecodable text. Each is refused typed, naming the file, be
 read whole; a child process with a timeout keeps a regression from hanging the suite."""
 import json
 import os
+import pathlib
 import struct
 import subprocess
 import sys
@@ -144,3 +145,10 @@ def test_undecodable_text_is_refused_naming_the_file_and_byte(tmp_path):
     with pytest.raises(InputFileError, match=r"summary.txt: the summary is not UTF-8 text \(byte 3"):
         reading.read_text(path, "summary")
     assert issubclass(InputFileError, PydepthError)
+
+
+def test_the_docs_state_the_cap_of_every_kind_of_file():
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    for kind, cap in reading.CAPS.items():
+        shown = "none" if kind == "checkpoint" else f"{cap >> 20} MiB"
+        assert f"| {kind} | {shown} |" in text, kind
