@@ -265,3 +265,8 @@ class RunDirectoryError(PydepthError, OSError):
     """A run directory or sweep store cannot be used: another live run holds its lock, it
     holds another run (and neither resume nor overwrite was asked), or a file in it cannot be
     written; the message names the directory or file."""
+
+
+class OutputFileError(PydepthError, OSError):
+    """A result file cannot be written (disk full, read-only, a directory in its place); the
+    previous file, if any, is unchanged. The message names the file."""

@@ -153,9 +153,10 @@ def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
     """Writes ``doc`` as JSON or ``text`` (per ``--format``) to ``--output`` or stdout."""
     body = (json.dumps(doc, indent=1) if args.format == "json" else text) + "\n"
     if getattr(args, "output", None):
+        from .._files.atomic import write_atomically
+        from ..errors import OutputFileError
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as fh:
-            fh.write(body)
+        write_atomically(args.output, lambda fh: fh.write(body.encode("utf-8")), "result file", OutputFileError)
         sys.stderr.write(f"wrote {args.output}\n")
     else:
         sys.stdout.write(body)

@@ -9,7 +9,7 @@ import pathlib
 from typing import Optional, Union
 
 from .._files.atomic import write_bytes
-from ..errors import ReportInputError
+from ..errors import OutputFileError, ReportInputError
 from .page import Section, page
 from .reading import HOW_TO_READ
 from .run_info import environment_section, verify_section
@@ -51,5 +51,5 @@ def write_report(directory: PathLike, out: Optional[PathLike] = None) -> pathlib
         raise ReportInputError(f"the report of {where} cannot be encoded as UTF-8: {err.reason} at "
                                f"{text[max(0, err.start - 40):err.start]!r}; {target} is unchanged") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(target, data, "report", ReportInputError)
+    write_bytes(target, data, "report", OutputFileError)
     return target
