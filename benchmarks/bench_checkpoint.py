@@ -42,22 +42,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ours, theirs = os.path.join(tmp, "ours.safetensors"), os.path.join(tmp, "lib.safetensors")
         for width in (int(w) for w in args.widths.split(",")):
-            model = DecoderModel(DecoderConfig(256, width, max(1, width // 16), 4 * width, args.layers, 64),
-                                 SplitMix64(1))
-            opt = AdamW(model.parameters)
-            tensors = safetensors.numpy.load_file(_save(ours, model, opt))
-            samples: Dict[str, List[float]] = {k: [] for k in ("save", "libsave", "load", "libload")}
-            for r in range(args.repeat):
-                order = [("save", lambda: _save(ours, model, opt)),
-                         ("libsave", lambda: safetensors.numpy.save_file(tensors, theirs)),
-                         ("load", lambda: checkpoint.load(ours)),
-                         ("libload", lambda: safetensors.numpy.load_file(theirs))]
-                for key, fn in (order if r % 2 == 0 else order[::-1]):
-                    samples[key].append(_seconds(fn))
-            med = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+            med = _case(width, args.layers, args.repeat, ours, theirs)
             print(f"{width:>6} {os.path.getsize(ours) / 1e6:>7.1f} {med['save']:>8.2f} {med['libsave']:>8.2f} "
                   f"{med['save'] / med['libsave']:>6.2f} {med['load']:>8.2f} {med['libload']:>8.2f} "
                   f"{med['load'] / med['libload']:>6.2f}")
+
+
+def _case(width: int, layers: int, repeat: int, ours: str, theirs: str) -> Dict[str, float]:
+    """Median milliseconds of each call, interleaved with the order alternating."""
+    model = DecoderModel(DecoderConfig(256, width, max(1, width // 16), 4 * width, layers, 64), SplitMix64(1))
+    opt = AdamW(model.parameters)
+    tensors = safetensors.numpy.load_file(_save(ours, model, opt))
+    order = [("save", lambda: _save(ours, model, opt)),
+             ("libsave", lambda: safetensors.numpy.save_file(tensors, theirs)),
+             ("load", lambda: checkpoint.load(ours)),
+             ("libload", lambda: safetensors.numpy.load_file(theirs))]
+    samples: Dict[str, List[float]] = {k: [] for k, _ in order}
+    for r in range(repeat):
+        for key, fn in (order if r % 2 == 0 else order[::-1]):
+            samples[key].append(_seconds(fn))
+    return {k: statistics.median(v) * 1e3 for k, v in samples.items()}
 
 
 def _save(path: str, model: DecoderModel, opt: AdamW) -> str:
