@@ -11,7 +11,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -112,16 +112,11 @@ def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthIni
     if optimizer is not None:
         meta["optimizer"] = _optimizer_meta(model, optimizer, tensors)
     meta["extra"] = extra
-    header = _encode_header(tensors, meta)
-
-    def write(fh: Any) -> None:
-        fh.write(header)
-        for chunk in container.tensor_bytes(tensors):
-            fh.write(chunk)
-    write_atomically(path, write)
+    blob = _encode(tensors, meta)
+    write_atomically(os.fspath(path), lambda fh: fh.write(blob))
 
 
-def _encode_header(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> bytes:
+def _encode(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> bytes:
     try:
         text = json.dumps(meta, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as err:
@@ -129,11 +124,11 @@ def _encode_header(tensors: Dict[str, np.ndarray], meta: Dict[str, Any]) -> byte
                               f"{err}") from None
     except RecursionError:
         raise CheckpointError("checkpoint extra nests too deeply to be stored as JSON") from None
-    header = container.encode_header(tensors, {"format": "pt", "pydepth": text})
-    if len(header) - 8 > container.MAX_HEADER_BYTES:
+    blob = container.encode(tensors, {"pydepth": text}) if len(text) <= container.MAX_HEADER_BYTES else b""
+    if not blob or container.header_length(blob) > container.MAX_HEADER_BYTES:
         raise CheckpointError(f"checkpoint metadata of {len(text)} bytes (extra: {len(json.dumps(meta['extra']))} "
                               f"bytes) exceeds the {container.MAX_HEADER_BYTES}-byte header limit of safetensors")
-    return header
+    return blob
 
 
 def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Dict[str, np.ndarray]) -> Dict[str, Any]:
@@ -154,21 +149,18 @@ def _optimizer_meta(model: DecoderModel, optimizer: optim.Optimizer, tensors: Di
 
 
 def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
-    """Reads a checkpoint written by save(); every part is checked before the model is built."""
-    path = _path(path)
-    file = container.parse(container.read_regular_file(path), path)
-    meta = _read_metadata(file.metadata, path)
-    tensors = file.tensors
+    """Reads a checkpoint written by save(); the header is checked from the file's first bytes
+    and every part against the config before a tensor is read or the model built."""
+    name = path = _path(path)
+    plan: Dict[str, Any] = {}
+
+    def select(header: container.Header) -> List[str]:
+        plan.update(_plan(name, header))
+        return [*plan["parameters"], *plan["slots"]]
+    _, tensors = container.read(name, _entry_cap, select)
+    meta, config = plan["meta"], plan["config"]
     try:
-        config = DecoderConfig.from_dict(meta["config"]) if isinstance(meta["config"], Mapping) else None
-    except ConfigError as err:
-        raise CheckpointFormatError(f"{path}: metadata config is invalid: {err}") from None
-    if config is None:
-        raise CheckpointFormatError(f"{path}: metadata config must be an object, got {str(meta['config'])[:80]}")
-    _check_claim(path, config, tensors, meta["optimizer"])
-    params = _parameter_tensors(path, config, tensors, meta["optimizer"])
-    try:
-        model = DecoderModel.from_state_dict(config, params)
+        model = DecoderModel.from_state_dict(config, {n: tensors[n] for n in plan["parameters"]})
     except StateDictError as err:
         raise CheckpointFormatError(f"{path}: {err}") from None
     optimizer_state = _optimizer_state(path, model, tensors, meta["optimizer"])
@@ -182,6 +174,34 @@ def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
                                       f"{optimizer_state['step']}; a resume would count steps its updates never took")
     return Checkpoint(model, optimizer_state, rng, record, step, meta["extra"], meta["pydepth_version"],
                       meta["numerics_contract"])
+
+
+def _entry_cap(metadata: Mapping[str, Any], data_len: int) -> int:
+    """How many tensors a header whose metadata is ``metadata`` may list: what its config needs
+    (parameters and up to two optimizer slots each), and never more than the data could hold,
+    every pydepth tensor having at least one element."""
+    try:
+        meta = json.loads(metadata["pydepth"])
+        config = DecoderConfig.from_dict(meta["config"])
+        needed = 3 * config.parameter_tensor_count
+    except Exception:  # malformed metadata is refused, named, by the checks after the header
+        needed = container.PRE_METADATA_OBJECTS
+    return min(needed, data_len // 8) + 1
+
+
+def _plan(path: str, header: container.Header) -> Dict[str, Any]:
+    """The metadata, config and the names of the tensors to read, every name and shape checked."""
+    meta = _read_metadata(header.metadata, path)
+    try:
+        config = DecoderConfig.from_dict(meta["config"]) if isinstance(meta["config"], Mapping) else None
+    except ConfigError as err:
+        raise CheckpointFormatError(f"{path}: metadata config is invalid: {err}") from None
+    if config is None:
+        raise CheckpointFormatError(f"{path}: metadata config must be an object, got {str(meta['config'])[:80]}")
+    shapes = {n: shape for n, (shape, _, _) in header.entries.items()}
+    _check_claim(path, config, shapes, meta["optimizer"])
+    return {"meta": meta, "config": config, "parameters": _parameter_names(path, config, shapes, meta["optimizer"]),
+            "slots": _slot_names(path, config, shapes, meta["optimizer"])}
 
 
 def _read_metadata(metadata: Mapping[str, str], path: str) -> Dict[str, Any]:
@@ -211,7 +231,7 @@ def _read_metadata(metadata: Mapping[str, str], path: str) -> Dict[str, Any]:
     return meta
 
 
-def _check_claim(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndarray], opt_meta: Any) -> None:
+def _check_claim(path: Any, config: DecoderConfig, tensors: Mapping[str, Any], opt_meta: Any) -> None:
     """Refuses a config claiming far more parameter tensors than the file holds, from arithmetic
     alone, so the claim's layout is only ever built at a size bounded by the file's."""
     held = sum(1 for k in tensors if not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
@@ -221,32 +241,26 @@ def _check_claim(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndar
                                       f"tensors; the file holds {held}")
 
 
-def _parameter_tensors(path: Any, config: DecoderConfig, tensors: Mapping[str, np.ndarray],
-                       opt_meta: Any) -> Dict[str, np.ndarray]:
+def _parameter_names(path: Any, config: DecoderConfig, shapes: Mapping[str, Tuple[int, ...]],
+                     opt_meta: Any) -> List[str]:
     layout = config.parameter_layout()
     names = {n for n, _ in layout}
-    out = {}
     for name, shape in layout:
-        if name not in tensors:
+        if name not in shapes:
             raise CheckpointFormatError(f"{path}: tensor {name!r} is missing")
-        arr = tensors[name]
-        if arr.dtype != np.float64:
-            raise CheckpointFormatError(f"{path}: tensor {name!r} has dtype {arr.dtype}, expected float64")
-        if arr.shape != shape:
-            raise CheckpointMismatchError(f"{path}: tensor {name!r} has shape {arr.shape}; the config "
+        if shapes[name] != shape:
+            raise CheckpointMismatchError(f"{path}: tensor {name!r} has shape {shapes[name]}; the config "
                                           f"({config.to_dict()}) needs {shape}")
-        out[name] = arr
-    stray = sorted(k for k in tensors
+    stray = sorted(k for k in shapes
                    if k not in names and not (opt_meta is not None and k.startswith(_OPTIMIZER_PREFIX)))
     if stray:
         raise CheckpointFormatError(f"{path}: unexpected tensors {stray[:5]}")
-    return out
+    return [n for n, _ in layout]
 
 
-def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.ndarray],
-                     opt_meta: Any) -> Optional[Dict[str, Any]]:
+def _slot_names(path: Any, config: DecoderConfig, shapes: Mapping[str, Tuple[int, ...]], opt_meta: Any) -> List[str]:
     if opt_meta is None:
-        return None
+        return []
     keys = {"optimizer", "hyperparameters", "step", "slots"}
     if not isinstance(opt_meta, dict) or set(opt_meta) != keys or not isinstance(opt_meta["slots"], list):
         raise CheckpointFormatError(f"{path}: metadata optimizer must be an object with keys {sorted(keys)}")
@@ -254,23 +268,28 @@ def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.nd
     if len(names) > 2 or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         raise CheckpointFormatError(f"{path}: metadata optimizer slots must be distinct slot names, "
                                     f"got {str(names)[:80]}")
-    slots: Dict[str, Dict[str, np.ndarray]] = {}
-    expected = set()
-    for p in model.parameters:
-        slots[p.name] = {}
-        for slot in opt_meta["slots"]:
-            key = f"{_OPTIMIZER_PREFIX}{p.name}.{slot}"
-            expected.add(key)
-            if key not in tensors:
+    expected = []
+    for name, shape in config.parameter_layout():
+        for slot in names:
+            key = f"{_OPTIMIZER_PREFIX}{name}.{slot}"
+            expected.append(key)
+            if key not in shapes:
                 raise CheckpointFormatError(f"{path}: optimizer tensor {key!r} is missing")
-            arr = tensors[key]
-            if arr.dtype != np.float64 or arr.shape != p.shape:
+            if shapes[key] != shape:
                 raise CheckpointFormatError(f"{path}: optimizer tensor {key!r} must be float64 of shape "
-                                            f"{p.shape}, got {arr.dtype} {arr.shape}")
-            slots[p.name][slot] = np.array(arr)
-    stray = sorted(k for k in tensors if k.startswith(_OPTIMIZER_PREFIX) and k not in expected)
+                                            f"{shape}, got float64 {shapes[key]}")
+    stray = sorted(set(k for k in shapes if k.startswith(_OPTIMIZER_PREFIX)) - set(expected))
     if stray:
         raise CheckpointFormatError(f"{path}: unexpected optimizer tensors {stray[:5]}")
+    return expected
+
+
+def _optimizer_state(path: Any, model: DecoderModel, tensors: Mapping[str, np.ndarray],
+                     opt_meta: Any) -> Optional[Dict[str, Any]]:
+    if opt_meta is None:
+        return None
+    slots = {p.name: {slot: np.array(tensors[f"{_OPTIMIZER_PREFIX}{p.name}.{slot}"]) for slot in opt_meta["slots"]}
+             for p in model.parameters}
     state = {"optimizer": opt_meta["optimizer"], "hyperparameters": opt_meta["hyperparameters"],
              "step": opt_meta["step"], "parameters": [p.name for p in model.parameters], "slots": slots}
     try:

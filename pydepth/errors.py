@@ -267,3 +267,19 @@ class ReportInputError(PydepthError, ValueError):
 
 
 __all__ = [name for name in dir() if name.endswith("Error")]
+
+
+class InputFileError(PydepthError, OSError):
+    """A file pydepth reads is not a regular file (a FIFO, device, socket or directory), is
+    larger than the cap of its kind, or cannot be decoded; the message names the file."""
+
+
+class RunDirectoryError(PydepthError, OSError):
+    """A run directory or sweep store cannot be used: another live run holds its lock, it
+    holds another run (and neither resume nor overwrite was asked), or a file in it cannot be
+    written; the message names the directory or file."""
+
+
+class OutputFileError(PydepthError, OSError):
+    """A result file cannot be written (disk full, read-only, a directory in its place); the
+    previous file, if any, is unchanged. The message names the file."""

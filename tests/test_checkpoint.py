@@ -77,7 +77,7 @@ def test_file_is_plain_safetensors_with_pt_format_and_pydepth_metadata(tmp_path)
     with safetensors.safe_open(str(path), framework="np") as f:
         meta = f.metadata()
         keys = set(f.keys())
-    assert meta["format"] == "pt"
+    assert set(meta) == {"pydepth"}  # one entry: safetensors orders several differently in each process
     info = json.loads(meta["pydepth"])
     assert info["config"] == CFG.to_dict() and info["optimizer"]["optimizer"] == "SGD"
     assert info["numerics_contract"] == checkpoint.NUMERICS_CONTRACT_VERSION

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Replacing a file atomically: a temporary file in the target's directory, fsync, rename, fsync
-of the directory. The new file gets the replaced file's mode (or the umask's), a symlink is
-followed to its target, and temporary files of writers that died are removed."""
+"""Replacing a file atomically, the one writer of every file pydepth writes: a temporary file in
+the target's directory, fsync, rename, fsync of the directory. The new file gets the replaced
+file's mode (or the umask's); a symlink named by the caller is followed to its target, one in a
+directory pydepth owns (``follow_links=False``) is replaced, never written through; temporary
+files of writers that died are removed."""
 from __future__ import annotations
 
 import contextlib
@@ -10,9 +12,9 @@ import re
 import stat
 import tempfile
 import time
-from typing import Callable, IO, Optional
+from typing import Any, Callable, IO, Optional, Type, Union
 
-from ..errors import CheckpointFileError
+from ..errors import CheckpointFileError, PydepthError
 
 _PREFIX = ".pydepth-"
 _OURS = re.compile(r"\.pydepth-(\d+)-[A-Za-z0-9_]+\.tmp\Z")
@@ -66,21 +68,26 @@ def remove_orphans(directory: str) -> None:
             continue
 
 
-def resolve_target(path: str) -> str:
-    """The file a write to path replaces: symlinks followed, "" and directories refused."""
+def resolve_target(path: str, what: str = "checkpoint", error: Type[PydepthError] = CheckpointFileError,
+                   follow_links: bool = True) -> str:
+    """The file a write to path replaces: symlinks followed unless ``follow_links`` is off (the
+    link itself is then replaced), "" and directories refused."""
     if path == "":
-        raise CheckpointFileError("the checkpoint path is empty")
-    target = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
-    if os.path.isdir(target):
-        raise CheckpointFileError(f"{path} is a directory; a checkpoint is a file")
+        raise error(f"the {what} path is empty")
+    target = os.path.realpath(path) if follow_links and os.path.islink(path) else os.path.abspath(path)
+    if os.path.isdir(target) and not os.path.islink(target):
+        raise error(f"{path} is a directory; a {what} is a file")
     return target
 
 
 def _mode(target: str) -> int:
     try:
-        return stat.S_IMODE(os.stat(target).st_mode)
+        st = os.lstat(target)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
     except OSError:
-        return 0o666 & ~_umask()
+        pass
+    return 0o666 & ~_umask()
 
 
 def _fsync_directory(directory: str) -> None:
@@ -96,11 +103,13 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, write: Callable[[IO[bytes]], None], what: str = "checkpoint") -> str:
+def write_atomically(path: str, write: Callable[[IO[bytes]], Any], what: str = "checkpoint",
+                     error: Type[PydepthError] = CheckpointFileError, follow_links: bool = True) -> str:
     """Calls write(file) on a temporary file next to path's target and renames it over the
-    target; any OSError (disk full, read-only) becomes CheckpointFileError and leaves the old
-    file as it was. Returns the target written."""
-    target = resolve_target(path)
+    target; any OSError (disk full, read-only) becomes ``error`` naming the file and leaves the
+    old file as it was. With ``follow_links`` off a symlink at path is replaced by the file.
+    Returns the target written."""
+    target = resolve_target(os.fspath(path), what, error, follow_links)
     directory = os.path.dirname(target)
     remove_orphans(directory)
     tmp: Optional[str] = None
@@ -116,10 +125,16 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], what: str = 
     except OSError as err:
         reason = err.strerror or str(err)
         msg = f"{target}: {what} not written ({reason}); the previous file, if any, is unchanged"
-        raise (CheckpointFileError(err.errno, msg) if err.errno is not None else CheckpointFileError(msg)) from err
+        raise (error(err.errno, msg) if err.errno is not None and issubclass(error, OSError)
+               else error(msg)) from err
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     _fsync_directory(directory)
     return target
+
+
+def write_bytes(path: Union[str, os.PathLike[str]], data: bytes, what: str, error: Type[PydepthError]) -> str:
+    """Replaces the file at path (a symlink there replaced, not followed) by data, atomically."""
+    return write_atomically(os.fspath(path), lambda fh: fh.write(data), what, error, follow_links=False)

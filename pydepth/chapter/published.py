@@ -3,11 +3,11 @@
 four demo fixtures' site RMS values and ratios, their normalizers and their same-base controls."""
 from __future__ import annotations
 
-import json
 import os
 from importlib import resources
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
+from .._files.reading import read_json
 from ..errors import ReferenceDataError
 from .demo import demo_trace
 from .verify import Difference, FixtureResult
@@ -33,10 +33,9 @@ def load_published(path: Union[str, os.PathLike[str], None] = None) -> Dict[str,
     """The published tables (default: the packaged copy)."""
     source = published_tables_path() if path is None else path
     try:
-        with open(source, "rb") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError, RecursionError) as err:
-        raise ReferenceDataError(f"cannot read published tables {source}: {err}") from None
+        doc = read_json(source, "published tables", ReferenceDataError)
+    except ReferenceDataError as err:
+        raise ReferenceDataError(f"cannot read published tables {err}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("fixtures"), list):
         raise ReferenceDataError(f"{source} holds no published fixtures")
     return doc

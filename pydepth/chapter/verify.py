@@ -3,7 +3,6 @@
 (shipped inside the package) recomputed and compared bit for bit."""
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from importlib import resources
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..config import DecoderConfig
+from .._files.reading import read_json
 from ..errors import PydepthError, ReferenceDataError
 from .trace import FORMAT, fixture_trace
 
@@ -72,12 +72,9 @@ def load_fixtures(path: Union[str, os.PathLike[str], None] = None) -> List[Dict[
     """The fixtures of a pydepth-reference-trace-v1 file (default: the packaged public one)."""
     source = public_fixtures_path() if path is None else path
     try:
-        with open(source, "rb") as fh:
-            doc = json.load(fh)
-    except OSError as err:
-        raise ReferenceDataError(f"cannot read reference trace {source}: {err.strerror}") from None
-    except ValueError as err:
-        raise ReferenceDataError(f"reference trace {source} is not JSON: {err}") from None
+        doc = read_json(source, "reference trace", ReferenceDataError)
+    except ReferenceDataError as err:
+        raise ReferenceDataError(f"cannot read reference trace {err}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ReferenceDataError(f"{source} is not a {FORMAT} document")
     fixtures = doc.get("fixtures")

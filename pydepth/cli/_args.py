@@ -29,10 +29,19 @@ def bits(text: str) -> List[bool]:
     return [bool(v) for v in values]
 
 
+_DIGITS = 40  # longer than any integer an option takes: refused before int() reads it
+
+
+def _short(text: str, what: str) -> str:
+    if len(text.strip()) > _DIGITS:
+        raise argparse.ArgumentTypeError(f"expected {what}, got a {len(text.strip())}-character number")
+    return text
+
+
 def seed(text: str) -> int:
     """A SplitMix64 seed in [0, 2**64)."""
     try:
-        v = int(text)
+        v = int(_short(text, "a seed in [0, 2**64)"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
     if not 0 <= v < 2**64:
@@ -42,7 +51,7 @@ def seed(text: str) -> int:
 
 def _integer(text: str, low: int, what: str) -> int:
     try:
-        v = int(text)
+        v = int(_short(text, what))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if v < low:
@@ -94,11 +103,9 @@ def plot_missing() -> bool:
 def load_config(path: str) -> Any:
     """A DecoderConfig from a JSON file (``to_dict()`` form, or ``{"config": {...}}``)."""
     from ..config import DecoderConfig
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except RecursionError:
-        raise ValueError(f"{path}: nests JSON too deeply to be a configuration") from None
+    from ..errors import ConfigError
+    from .._files.reading import read_json
+    data = read_json(path, "configuration", ConfigError)
     if isinstance(data, dict) and "config" in data and isinstance(data["config"], dict):
         data = data["config"]
     if not isinstance(data, dict):
@@ -174,9 +181,10 @@ def emit(args: argparse.Namespace, doc: Any, text: str) -> None:
     """Writes ``doc`` as JSON or ``text`` (per ``--format``) to ``--output`` or stdout."""
     body = (json.dumps(doc, indent=1) if args.format == "json" else text) + "\n"
     if getattr(args, "output", None):
+        from .._files.atomic import write_atomically
+        from ..errors import OutputFileError
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as fh:
-            fh.write(body)
+        write_atomically(args.output, lambda fh: fh.write(body.encode("utf-8")), "result file", OutputFileError)
         note(args, f"wrote {args.output}")
     else:
         sys.stdout.write(body)

@@ -3,11 +3,11 @@
 config file, or a Hugging Face model directory (local files only; nothing is downloaded)."""
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 from typing import Any, Dict, Tuple
 
+from .._files.reading import read_json
 from ..errors import ConfigError
 
 __all__ = ["is_hf_source", "load_torch_model", "HF_WEIGHTS"]
@@ -18,13 +18,7 @@ HF_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_mode
 
 
 def _read_json(path: pathlib.Path) -> Any:
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nests JSON too deeply to be a configuration") from None
+    return read_json(path, "configuration", ConfigError)
 
 
 def is_hf_source(path: str) -> bool:

@@ -38,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
                                       batch=args.batch_rows, fixture_id=args.id)]}
     text = json.dumps(doc)
     if args.output:
-        with open(args.output, "w") as fh:
-            fh.write(text + "\n")
+        from .._files.atomic import write_atomically
+        from ..errors import OutputFileError
+        write_atomically(args.output, lambda fh: fh.write((text + "\n").encode("utf-8")), "trace", OutputFileError)
         _args.note(args, f"wrote {args.output}")
     else:
         sys.stdout.write(text + "\n")

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _args
+from .._files.reading import read_bytes
 
 if TYPE_CHECKING:
     from ..checkpoint import Checkpoint
@@ -55,6 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "a resumed run: the checkpoint's directory)")
     p.add_argument("--resume", metavar="CHECKPOINT", help="continue exactly from a checkpoint of this command, "
                    "with its settings, --observe-every, --checkpoint-every and --plot")
+    p.add_argument("--overwrite", action="store_true", help="a fresh run into a directory holding another run "
+                   "moves that directory aside to DIR.old-TIME instead of refusing")
     p.add_argument("--plot", metavar="DIR", help="at the end, plot loss and site ratios over updates into "
                    "DIR/train.png and DIR/train.svg (needs pip install 'pydepth[plot]'; a resumed run keeps "
                    "its checkpoint's value)")
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.config and not args.resume:
         raise ValueError("--config is required unless --resume is given")
-    text = pathlib.Path(args.text_file).read_bytes()
+    text = read_bytes(args.text_file, "training text")
     ck = checkpoint.load(args.resume) if args.resume else None
     settings = _settings(args, ck)
     if settings.plot and not args.plot and _args.plot_missing():
@@ -159,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_training(settings, text, out, config=_args.load_config(args.config) if args.config else None,
                               resume=ck, text_name=os.path.basename(args.text_file),
-                              on_progress=progress.update, on_message=progress.message)
+                              on_progress=progress.update, on_message=progress.message,
+                              overwrite=args.overwrite)
     finally:
         progress.close()
     if result.settings.plot:

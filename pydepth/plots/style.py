@@ -121,12 +121,12 @@ def site_axis(ax: Any, n_sites: int, labels: Optional[Sequence[str]] = None, *, 
     title = "residual site: stage after which the stream is read"
     if axis == "y":
         ax.set_yticks(ticks)
-        ax.set_yticklabels(text, fontsize="small")
+        ax.set_yticklabels(text, fontsize="small", parse_math=False)  # labels come from files: plain text
         ax.set_ylim(-0.5, n_sites - 0.5)
         ax.set_ylabel(title)
         return
     ax.set_xticks(ticks)
-    ax.set_xticklabels(text, rotation=55, ha="right", rotation_mode="anchor", fontsize="small")
+    ax.set_xticklabels(text, rotation=55, ha="right", rotation_mode="anchor", fontsize="small", parse_math=False)
     ax.set_xlim(-0.5, n_sites - 0.5)
     ax.set_xlabel(title)
 

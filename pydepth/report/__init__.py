@@ -8,6 +8,8 @@ import os
 import pathlib
 from typing import Optional, Union
 
+from .._files.atomic import write_bytes
+from ..errors import OutputFileError, ReportInputError
 from .page import Section, page
 from .reading import HOW_TO_READ
 from .run_info import environment_section, verify_section
@@ -28,7 +30,8 @@ def build_report(directory: PathLike) -> str:
     kind = kind_of(where)
     recorded = []
     if (where / SPEC_FILE).is_file():
-        recorded.append(("pydepth", str(read_json(where / SPEC_FILE).get("pydepth_version", "?"))))
+        stored = read_json(where / SPEC_FILE)
+        recorded.append(("pydepth", str(stored.get("pydepth_version", "?"))[:40] if isinstance(stored, dict) else "?"))
     found = SECTIONS[kind](where)  # the verdict first, then how to read the rest
     sections = [*found[:1], Section("How to read this", HOW_TO_READ[kind]), *found[1:],
                 environment_section(recorded), verify_section()]
@@ -38,10 +41,17 @@ def build_report(directory: PathLike) -> str:
 
 def write_report(directory: PathLike, out: Optional[PathLike] = None) -> pathlib.Path:
     """Writes the page of ``directory`` to ``out`` and returns the path. The default is
-    ``DIR-report.html`` beside the directory, so a result store holds only its own files."""
+    ``DIR-report.html`` beside the directory, so a result store holds only its own files. The
+    page replaces ``out`` atomically (a link there is replaced, not written through); a page
+    that cannot be written or encoded leaves the old file as it was."""
     where = pathlib.Path(directory)
     target = pathlib.Path(out) if out is not None else where.resolve().with_name(f"{where.resolve().name}-report.html")
     text = build_report(directory)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate from a file: refused before the old page is touched
+        raise ReportInputError(f"the report of {where} cannot be encoded as UTF-8: {err.reason} at "
+                               f"{text[max(0, err.start - 40):err.start]!r}; {target} is unchanged") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    write_bytes(target, data, "report", OutputFileError)
     return target

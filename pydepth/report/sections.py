@@ -7,9 +7,12 @@ import json
 import pathlib
 from typing import Any, Dict, List, Sequence, cast
 
+from .._files.reading import regular_file
+from ..errors import ReportInputError
 from ..health import LEGEND, verdict_line
 from .page import Section, figure_html, pre_html, table_html
-from .sources import find_observe_document, read_json, read_json_lines
+from .schema import check_observations, check_observe, check_steps
+from .sources import find_observe_document, read_json, read_json_lines, read_own
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
@@ -60,7 +63,9 @@ def observe_sections(directory: pathlib.Path) -> List[Section]:
     """An observation: the verdict, the sites (model and control side by side), the ratio figure,
     then the model and batch as a table."""
     from ..plots.health import describe_config, report_figure
-    doc = read_json(cast(pathlib.Path, find_observe_document(directory)))  # the kind was found by it
+    path = cast(pathlib.Path, find_observe_document(directory))  # the kind was found by it
+    doc = read_json(path)
+    check_observe(path, doc)
     control = (doc.get("same_base_unscaled_control") or {}).get("report")
     run = [row for k, v in doc.items() if k not in ("report", "record", "same_base_unscaled_control")
            for row in _flat(k, v)]
@@ -79,6 +84,7 @@ def _train_settings(directory: pathlib.Path) -> List[Sequence[Any]]:
     checkpoints = sorted(directory.glob("step-*.safetensors"))
     if not checkpoints:
         return [("checkpoint", "none in the directory")]
+    regular_file(checkpoints[-1], "checkpoint", ReportInputError, inside=directory)
     ck = load(checkpoints[-1])
     rows: List[Sequence[Any]] = [("latest checkpoint", checkpoints[-1].name)]
     rows += [(f"config.{k}", _num(v)) for k, v in ck.config.to_dict().items()]
@@ -91,8 +97,10 @@ def train_sections(directory: pathlib.Path) -> List[Section]:
     """A training run: its settings, the loss and health figure, the observations."""
     from ..plots.train import training_figure
     steps = read_json_lines(directory / "train.jsonl")
+    check_steps(directory / "train.jsonl", steps)
     health = directory / "health.jsonl"
     observations = read_json_lines(health) if health.is_file() else []
+    check_observations(health, observations)
     rows = [(o["step"], _num(o["loss"]), _num(max(s["activation_ratio"] for s in o["report"]["sites"])),
              _num(max(s["adjoint_ratio"] for s in o["report"]["sites"])), _outside(o["report"]))
             for o in observations]
@@ -145,7 +153,7 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
     if steps:
         sections.append(Section("Figures", _sweep_figures(directory, table, steps, band)))
     summary = directory / SUMMARY_FILE
-    text = summary.read_text(encoding="utf-8") if summary.is_file() else "\n".join(summary_lines(steps, band))
+    text = read_own(summary, "summary") if summary.is_file() else "\n".join(summary_lines(steps, band))
     sections.append(Section("Summary as printed", pre_html(text)))
     return sections
 

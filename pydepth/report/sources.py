@@ -7,27 +7,32 @@ import json
 import pathlib
 from typing import Any, Dict, List, Optional
 
+from .._files.reading import read_text
 from ..errors import ReportInputError
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
-__all__ = ["find_observe_document", "kind_of", "read_json", "read_json_lines"]
+__all__ = ["find_observe_document", "kind_of", "read_json", "read_json_lines", "read_own"]
+
+
+def read_own(path: pathlib.Path, kind: str = "report input") -> str:
+    """The UTF-8 text of a regular file of the report's directory (``path.parent``); a link out
+    of it, a special file or one over the cap of its kind is refused naming it."""
+    return read_text(path, kind, ReportInputError, inside=path.parent)
 
 
 def read_json(path: pathlib.Path) -> Any:
     """A JSON file's value."""
+    text = read_own(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:
         raise ReportInputError(f"cannot read {str(path)!r} as JSON: {err}") from None
 
 
 def read_json_lines(path: pathlib.Path) -> List[Dict[str, Any]]:
     """The objects of a JSON-lines log; a torn last line (a run stopped mid-write) is left out."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReportInputError(f"cannot read {str(path)!r}: {err}") from None
+    lines = read_own(path).splitlines()
     rows = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -48,8 +53,8 @@ def find_observe_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
     """The first ``*.json`` file (by name) holding a ``pydepth observe`` result, or None."""
     for path in sorted(directory.glob("*.json")):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            doc = json.loads(read_own(path))
+        except (ReportInputError, ValueError, RecursionError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("report"), dict) and "sites" in doc["report"]:
             return path

@@ -10,6 +10,8 @@ import os
 import pathlib
 from typing import Any, Dict, Union
 
+from .._files.atomic import write_bytes
+from .._files.reading import read_text
 from .errors import SweepStoreError
 
 __all__ = ["MANIFEST_FILE", "MANIFEST_FORMAT", "read_manifest", "write_manifest", "sha256"]
@@ -34,11 +36,12 @@ def _entry_ok(entry: Any) -> bool:
 def read_manifest(out: PathLike) -> Dict[str, Dict[str, Any]]:
     """Part name -> {"rows", "cells", "sha256"}; {} when the directory has no manifest yet."""
     path = pathlib.Path(out) / MANIFEST_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
+    text = read_text(path, "sweep manifest", SweepStoreError)
     try:
-        doc = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
         raise SweepStoreError(f"{path}: not a {MANIFEST_FORMAT} file (not JSON); delete it to rebuild it "
                               "from the parts") from None
     parts = doc.get("parts") if isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT else None
@@ -51,9 +54,4 @@ def write_manifest(out: PathLike, parts: Dict[str, Dict[str, Any]]) -> None:
     """Replaces the manifest atomically (sorted keys: equal stores give equal files)."""
     path = pathlib.Path(out) / MANIFEST_FILE
     text = json.dumps({"format": MANIFEST_FORMAT, "parts": parts}, indent=1, sort_keys=True) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(text.encode())
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes(path, text.encode(), "sweep manifest", SweepStoreError)

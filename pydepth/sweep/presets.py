@@ -8,6 +8,8 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any, List, Optional, TextIO, Union
 
+from .._files.atomic import write_bytes
+from .errors import SweepStoreError
 from .run import SweepResult, run
 from .spec import SweepSpec
 from .store import read_table
@@ -60,7 +62,7 @@ def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: O
     table = read_table(out)
     steps = cell_steps(table)
     lines = summary_lines(steps, spec.band)
-    (pathlib.Path(out) / SUMMARY_FILE).write_text("\n".join(lines) + "\n")
+    write_bytes(pathlib.Path(out) / SUMMARY_FILE, ("\n".join(lines) + "\n").encode(), "summary", SweepStoreError)
     figures: List[pathlib.Path] = []
     if plots:
         from .plots import plot_sweep

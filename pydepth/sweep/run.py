@@ -28,10 +28,10 @@ from .cell import backend, run_cells
 from .errors import SweepDependencyError, SweepError, SweepSpecError
 from .progress import Progress
 from .spec import Cell, SweepSpec
-from .store import prepare_directory, pyarrow_modules, write_part
+from .store import claimed, prepare_directory, pyarrow_modules, write_part
 from .._version import __version__
 
-__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds"]
+__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds", "max_workers"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -70,6 +70,11 @@ def estimate_cell_seconds(spec: SweepSpec, cell: Cell) -> float:
     cfg = spec.config(cell.depth, cell.width)
     per_pass = 3e-4 * cell.depth + 4e-10 * cfg.parameter_count * spec.sequence_length * spec.batch_rows
     return 5e-4 + (spec.max_step + 1) * per_pass
+
+
+def max_workers() -> int:
+    """The most local workers a sweep starts: four per core (at least four)."""
+    return 4 * max(1, os.cpu_count() or 1)
 
 
 def plan_batches(spec: SweepSpec, cells: Sequence[Cell], workers: int) -> List[List[Cell]]:
@@ -230,12 +235,20 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
         raise TypeError(f"spec must be a pydepth.sweep.SweepSpec, got {type(spec).__name__}")
     if scheduler is not None and not isinstance(scheduler, str):
         raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise SweepSpecError(f"workers must be a positive integer, got {workers!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or not 1 <= workers <= max_workers()):
+        raise SweepSpecError(f"workers must be an integer in [1, {max_workers()}] (four per core of this "
+                             f"machine), got {str(workers)[:40]}")
     backend(spec).ready(spec)
     pyarrow_modules()
     if scheduler != "serial":
         _dask()
+    with claimed(out):
+        return _run(spec, out, scheduler, workers, resume, recompute_damaged, progress, stream)
+
+
+def _run(spec: SweepSpec, out: PathLike, scheduler: Optional[str], workers: Optional[int], resume: bool,
+         recompute_damaged: bool, progress: bool, stream: Optional[TextIO]) -> SweepResult:
     t0 = time.perf_counter()
     done = prepare_directory(out, spec, resume=resume, repair=recompute_damaged)
     cells = spec.cells()

@@ -14,12 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
+from .._files.reading import read_json
 from ..config import DecoderConfig
 from ..errors import ConfigError, InvalidBandError
 from ..health import HEALTH_BAND, check_band
 from .errors import SweepSpecError
 
-__all__ = ["POLICIES", "BACKENDS", "SweepSpec", "Cell", "parse_int_list", "row_id", "parse_row_id"]
+__all__ = ["POLICIES", "BACKENDS", "MAX_VALUES", "MAX_PAIRS", "MAX_CELLS", "SweepSpec", "Cell", "parse_int_list",
+           "row_id", "parse_row_id"]
 
 #: ``scaled``: pydepth's depth policy; ``unscaled``: the same base draw left unscaled (the control).
 POLICIES: Tuple[str, ...] = ("scaled", "unscaled")
@@ -28,6 +30,12 @@ BACKENDS: Tuple[str, ...] = ("pydepth", "torch")
 
 _MAX_DEPTH = 4096
 _MAX_STEP = 100_000
+#: The most values one list of a spec holds (depths, widths, seeds, steps).
+MAX_VALUES = 1 << 17
+#: The most (depth, width) pairs, each one model configuration checked before any work.
+MAX_PAIRS = 4096
+#: The most cells of one sweep (depth x width x seed x policy).
+MAX_CELLS = 250_000
 
 
 def parse_int_list(text: str, what: str = "value") -> List[int]:
@@ -38,7 +46,7 @@ def parse_int_list(text: str, what: str = "value") -> List[int]:
     for part in text.replace(" ", "").split(","):
         if part == "":
             continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"(\d{1,20})(?:-(\d{1,20}))?", part)
         if m is None:
             raise SweepSpecError(f"{what}: cannot read {part!r} in {text!r} (expected N or N-M)")
         lo = int(m.group(1))
@@ -47,6 +55,8 @@ def parse_int_list(text: str, what: str = "value") -> List[int]:
             raise SweepSpecError(f"{what}: range {part!r} runs backwards")
         if hi - lo > 100_000:
             raise SweepSpecError(f"{what}: range {part!r} has more than 100000 values")
+        if len(out) + hi - lo + 1 > MAX_VALUES:
+            raise SweepSpecError(f"{what}: {text[:60]!r} names more than {MAX_VALUES} values")
         out.extend(range(lo, hi + 1))
     if not out:
         raise SweepSpecError(f"{what}: {text!r} names no value")
@@ -57,19 +67,22 @@ def _ints(name: str, values: Any, *, minimum: int, maximum: int) -> Tuple[int, .
     if isinstance(values, str):
         values = parse_int_list(values, name)
     if isinstance(values, (bool, numbers.Integral)) or not isinstance(values, Iterable):
-        raise SweepSpecError(f"{name} must be a list of integers, got {values!r}")
-    out = []
+        raise SweepSpecError(f"{name} must be a list of integers, got {str(values)[:80]}")
+    out: List[int] = []
+    seen = set()
     for v in values:
+        if len(out) == MAX_VALUES:
+            raise SweepSpecError(f"{name} holds more than {MAX_VALUES} values")
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise SweepSpecError(f"{name} must hold integers, got {v!r}")
         if not minimum <= int(v) <= maximum:
             raise SweepSpecError(f"{name} must lie in [{minimum}, {maximum}], got {int(v)}")
+        if int(v) in seen:  # a set: linear in the number of values
+            raise SweepSpecError(f"{name} repeats {int(v)}")
+        seen.add(int(v))
         out.append(int(v))
     if not out:
         raise SweepSpecError(f"{name} is empty")
-    if len(set(out)) != len(out):
-        dup = next(v for v in out if out.count(v) > 1)
-        raise SweepSpecError(f"{name} repeats {dup}")
     return tuple(out)
 
 
@@ -197,9 +210,21 @@ class SweepSpec:
             s(self, "band", tuple(check_band(self.band)))
         except InvalidBandError as err:
             raise SweepSpecError(str(err)) from None
+        self._check_size()
         for d in self.depths:  # every configuration is checked now, before any work
             for w in self.widths:
                 self.config(d, w)
+
+    def _check_size(self) -> None:
+        """The grid's pairs and cells counted, before one configuration is built."""
+        pairs = len(self.depths) * len(self.widths)
+        if pairs > MAX_PAIRS:
+            raise SweepSpecError(f"{len(self.depths)} depths x {len(self.widths)} widths make {pairs} model "
+                                 f"configurations; a sweep holds at most {MAX_PAIRS}")
+        cells = pairs * len(self.seeds) * len(self.policies)
+        if cells > MAX_CELLS:
+            raise SweepSpecError(f"{pairs} configurations x {len(self.seeds)} seeds x {len(self.policies)} "
+                                 f"policies make {cells} cells; a sweep holds at most {MAX_CELLS}")
 
     @property
     def max_step(self) -> int:
@@ -256,14 +281,7 @@ class SweepSpec:
     @classmethod
     def from_json_file(cls, path: str) -> SweepSpec:
         """Reads a spec from a JSON file."""
-        try:
-            with open(path) as fh:
-                data = json.load(fh)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise SweepSpecError(f"{path}: not JSON ({err})") from None
-        except RecursionError:
-            raise SweepSpecError(f"{path}: nests JSON too deeply to be a sweep spec") from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(path, "sweep spec", SweepSpecError))
 
     def replace(self, **changes: Any) -> SweepSpec:
         """A new spec with some fields changed (validated again)."""

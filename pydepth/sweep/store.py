@@ -10,12 +10,17 @@ The spec (canonical JSON) and the pydepth version are in every part's file metad
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import pathlib
-from typing import Any, Dict, Iterable, List, Optional, Set, Union
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Union
 
+from .._files.atomic import write_bytes
+from .._files.lock import holding
+from .._files.reading import read_bytes, read_json
 from .rows import COLUMNS
 from .errors import SweepResumeError, SweepStoreError
 from .manifest import read_manifest, sha256, write_manifest
@@ -24,7 +29,7 @@ from .verify import part_files, pyarrow_modules, read_part, verify_store
 from .._version import __version__
 
 __all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
-           "done_cells", "read_table", "read_spec", "prepare_directory"]
+           "done_cells", "read_table", "read_spec", "prepare_directory", "claimed"]
 
 #: Format tag of the stored results.
 FORMAT = "pydepth-sweep-v1"
@@ -45,12 +50,29 @@ def schema(spec: SweepSpec) -> Any:
 
 
 def _atomic_write_bytes(path: pathlib.Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes(path, data, "sweep result file", SweepStoreError)
+
+
+#: Temporaries of writers that died: this writer's, and those of the writer before it.
+_TORN = re.compile(r"\.pydepth-\d+-[A-Za-z0-9_]+\.tmp\Z"
+                   r"|\.(part-[0-9a-f]+\.parquet|manifest\.json|sweep\.json)\.\d+\.tmp\Z")
+
+
+@contextlib.contextmanager
+def claimed(out: PathLike) -> Iterator[pathlib.Path]:
+    """Creates and locks the store ``out`` for one sweep (RunDirectoryError when another live
+    sweep holds it) and removes the temporary files of killed writers, which no live writer can
+    own while the lock is held."""
+    d = pathlib.Path(out)
+    if os.path.lexists(d) and not d.is_dir():
+        raise SweepStoreError(f"--out {out} exists and is not a directory")
+    d.mkdir(parents=True, exist_ok=True)
+    with holding(d, "pydepth sweep"):
+        for name in os.listdir(d):
+            if _TORN.match(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(d / name)
+        yield d
 
 
 def write_part(out: PathLike, spec: SweepSpec, columns: Dict[str, List[Any]]) -> pathlib.Path:
@@ -84,12 +106,7 @@ def read_spec(out: PathLike) -> SweepSpec:
     path = pathlib.Path(out) / SPEC_FILE
     if not path.is_file():
         raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")
-    try:
-        doc = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise SweepStoreError(f"{path}: not JSON ({err})") from None
-    except RecursionError:
-        raise SweepStoreError(f"{path}: nests JSON too deeply to be a sweep spec") from None
+    doc = read_json(path, "sweep spec", SweepStoreError)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or "spec" not in doc:
         raise SweepStoreError(f"{path}: not a {FORMAT} spec file")
     return SweepSpec.from_dict(doc["spec"])
@@ -140,7 +157,7 @@ def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any
     tables = []
     for name in verify_store(out, spec.to_json(), FORMAT):
         p = pathlib.Path(out) / name
-        tables.append(read_part(p, p.read_bytes(), spec.to_json(), FORMAT, columns=want))
+        tables.append(read_part(p, read_bytes(p, "sweep part", SweepStoreError), spec.to_json(), FORMAT, columns=want))
     if not tables:
         return schema(spec).empty_table() if want is None else \
             pa.schema([schema(spec).field(c) for c in want]).empty_table()

@@ -9,6 +9,7 @@ import pathlib
 import time
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from .._files.reading import read_bytes
 from .errors import DamagedPartError, SweepDependencyError, SweepResumeError, SweepStoreError
 from .manifest import read_manifest, sha256, write_manifest
 
@@ -60,7 +61,11 @@ def read_part(path: pathlib.Path, data: bytes, spec_json: Optional[str], fmt: st
 
 def _problem(path: pathlib.Path, entry: Optional[Dict[str, Any]], spec_json: str,
              fmt: str) -> Tuple[Optional[str], List[str], Dict[str, Any]]:
-    data = path.read_bytes()
+    try:
+        data = read_bytes(path, "sweep part", SweepStoreError)
+    except SweepStoreError as err:  # a directory, FIFO or oversized file under a part's name is damage
+        reason = str(err).split("; ", 1)[0].replace(f"{path}: ", "", 1).replace(f"{path} ", "", 1)
+        return reason, [], {"rows": 0, "cells": 0, "sha256": ""}
     got: Dict[str, Any] = {"rows": 0, "cells": 0, "sha256": sha256(data)}
     if entry is not None and got["sha256"] != entry["sha256"]:
         return (f"its content hash {got['sha256'][:16]}… differs from the manifest's {entry['sha256'][:16]}… "

@@ -6,10 +6,13 @@ the number of updates the parameters had had when the logged loss or health was 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import warnings
 from typing import IO, Any, Dict, List, Optional
 
+from .._files.atomic import write_bytes
+from .._files.reading import read_bytes
 from ..health import DepthHealthReport
 from .errors import TrainLogError
 
@@ -19,7 +22,9 @@ __all__ = ["TrainLog", "read_log"]
 def _records(path: pathlib.Path) -> List[Any]:
     """(line, record) pairs of a log; a torn last line (a crash or a full disk mid-append) is
     dropped with a warning, a damaged earlier line is a TrainLogError naming it."""
-    lines = [line for line in pathlib.Path(path).read_text(errors="replace").splitlines() if line]
+    path = pathlib.Path(path)
+    text = read_bytes(path, "training log", TrainLogError, inside=path.parent).decode("utf-8", errors="replace")
+    lines = [line for line in text.splitlines() if line]
     out = []
     for i, line in enumerate(lines):
         try:
@@ -42,11 +47,20 @@ def read_log(path: pathlib.Path) -> List[Dict[str, Any]]:
 
 
 def _trim(path: pathlib.Path, last_step: int) -> None:
-    """Keeps only the lines whose step is at most last_step (a torn last line is dropped)."""
-    if not path.exists():
-        return
-    kept = [line for line, record in _records(path) if record["step"] <= last_step]
-    path.write_text("".join(line + "\n" for line in kept))
+    """Keeps only the lines whose step is at most last_step (a torn last line is dropped); the
+    log is replaced atomically, a link in its place replaced rather than written through."""
+    kept = [line for line, record in _records(path) if record["step"] <= last_step] \
+        if os.path.lexists(path) else []
+    write_bytes(path, "".join(line + "\n" for line in kept).encode(), "training log", TrainLogError)
+
+
+def _append(path: pathlib.Path) -> IO[str]:
+    """The log opened for appending; a link put in its place since begin() is refused, not followed."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.fdopen(os.open(path, flags, 0o666), "a")
+    except OSError as err:
+        raise TrainLogError(f"{path}: cannot append to the training log: {err.strerror}") from None
 
 
 class TrainLog:
@@ -67,10 +81,15 @@ class TrainLog:
             _trim(self.health_path, step - 1)
         else:
             for path in (self.train_path, self.health_path):
-                path.write_text("")
+                write_bytes(path, b"", "training log", TrainLogError)
 
     def __enter__(self) -> TrainLog:
-        self._train, self._health = open(self.train_path, "a"), open(self.health_path, "a")
+        self._train = _append(self.train_path)
+        try:
+            self._health = _append(self.health_path)
+        except TrainLogError:
+            self._train.close()
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:

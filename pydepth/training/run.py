@@ -25,6 +25,7 @@ from ..model import DecoderModel
 from ..optim import AdamW, Optimizer, warmup_cosine
 from . import step as _step
 from .budget import check_step_memory
+from .directory import claimed
 from .errors import ResumeError
 from .log import TrainLog
 from .settings import TrainSettings
@@ -208,7 +209,7 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
                  config: Optional[DecoderConfig] = None, resume: Optional[Checkpoint] = None,
                  text_name: str = "", on_progress: Optional[Callable[[TrainProgress], None]] = None,
                  on_message: Optional[Callable[[str], None]] = None,
-                 memory_budget: Optional[int] = None) -> TrainResult:
+                 memory_budget: Optional[int] = None, overwrite: bool = False) -> TrainResult:
     """Trains on the paragraphs of ``text`` up to ``settings.steps`` and writes, into ``out``,
     checkpoints ``step-NNNNNN.safetensors`` (every ``checkpoint_every`` steps and at the end, with
     the settings in ``extra["train"]``), ``train.jsonl`` and ``health.jsonl``.
@@ -224,21 +225,33 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
     update the step completes. A step whose estimated memory exceeds ``memory_budget`` bytes
     (default: three quarters of physical memory) is refused before anything is allocated
     (:class:`TrainBudgetError`). ``text_name`` names the text in the checkpoint and messages; a
-    ``plot`` path is stored relative to ``out`` (not at all when outside it)."""
+    ``plot`` path is stored relative to ``out`` (not at all when outside it).
+
+    ``out`` belongs to this run while it writes (a lock file with its pid and host): a second
+    run into it, from another process or from inside this one's callbacks, is refused
+    (:class:`RunDirectoryError`), and so is a fresh run into a directory holding another run's
+    logs or checkpoints, unless ``overwrite`` moves that directory aside to ``OUT.old-TIME``."""
     documents = _step.byte_documents(text)
     digest = hashlib.sha256(text).hexdigest()
     state = (_fresh(settings, config, memory_budget) if resume is None
              else _resumed(settings, resume, config, digest, text_name, memory_budget))
+    with claimed(pathlib.Path(out), resumed=resume is not None, overwrite=overwrite) as directory:
+        return _run(state, documents, directory, resume is not None, digest, text_name, on_progress, on_message)
+
+
+def _run(state: _State, documents: Any, directory: pathlib.Path, resumed: bool, digest: str, text_name: str,
+         on_progress: Optional[Callable[[TrainProgress], None]],
+         on_message: Optional[Callable[[str], None]]) -> TrainResult:
     s, say = state.settings, on_message or (lambda line: None)
-    directory = pathlib.Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
     log = TrainLog(directory)
-    log.begin(state.step, resumed=resume is not None)
+    log.begin(state.step, resumed=resumed)
     extra = {"train": {**s.to_dict(), "plot": _inside(s.plot, directory), "text_sha256": digest,
                        "text_file": text_name}}
 
     def save(at: int) -> pathlib.Path:
         path = directory / f"step-{at:06d}.safetensors"
+        if path.is_symlink():  # a link planted in the run's directory is replaced, not written through
+            path.unlink()
         _checkpoint.save(path, state.model, optimizer=state.optimizer, rng=state.rng, record=state.record,
                          step=at, extra=extra)
         return path
