@@ -139,9 +139,9 @@ def test_malformed_training_logs_are_refused_naming_line_and_field(tmp_path):
 def test_a_non_utf8_summary_is_a_typed_refusal(tmp_path):
     pytest.importorskip("pyarrow")
     store = tmp_path / "dc"
-    assert main(["sweep", "--depths", "1", "--widths", "16", "--seeds", "0", "--steps", "0", "--workers", "1",
+    assert main(["sweep", "--depths", "1", "--widths", "16", "--seeds", "0", "--observe-at", "0", "--workers", "1",
                  "--quiet", "--out", str(store)]) == 0
-    (store / "summary.txt").write_bytes(b"depth \xff\xfe\n")
+    (store / "_summary.txt").write_bytes(b"depth \xff\xfe\n")
     with pytest.raises(ReportInputError, match=r"summary\.txt: the summary is not UTF-8"):
         build_report(store)
     shutil.rmtree(store)

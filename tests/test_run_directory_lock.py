@@ -61,7 +61,7 @@ def test_a_run_started_from_a_progress_callback_into_the_same_directory_is_refus
             seen.append(str(err))
     result = train(tmp_path / "run", on_progress=nested)
     assert result.step == 3 and len(seen) == 3 and "this very process" in seen[0]
-    assert [json.loads(x)["step"] for x in (tmp_path / "run" / "train.jsonl").read_text().splitlines()] == [1, 2, 3]
+    assert [json.loads(x)["step"] for x in (tmp_path / "run" / "train.jsonl").read_text().splitlines()] == [0, 1, 2]
 
 
 def test_a_live_lock_of_another_process_refuses_the_run_naming_its_pid(tmp_path):
@@ -126,7 +126,7 @@ def test_a_checkpoint_name_planted_as_a_link_is_replaced_not_written_through(tmp
 def test_the_command_line_refuses_a_second_fresh_run_in_one_line_and_overwrite_moves_it(tmp_path, capsys):
     config = tmp_path / "c.json"
     config.write_text(json.dumps(CONFIG.to_dict()))
-    args = ["train", str(CORPUS), "--config", str(config), "--steps", "1", "--batch", "2",
+    args = ["train", str(CORPUS), "--config", str(config), "--updates", "1", "--batch-rows", "2",
             "--sequence-length", "8", "--out", str(tmp_path / "run")]
     assert main(args) == 0
     assert main(args) == 1

@@ -41,9 +41,11 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _oserror(error: Type[PydepthError], err: OSError, message: str) -> PydepthError:
-    if issubclass(error, OSError) and err.errno is not None:
-        return error(err.errno, message)
+def _oserror(error: Type[PydepthError], err: OSError, name: str, message: str) -> PydepthError:
+    """The caller's error type; an OSError one keeps errno, reason and file name, so the CLI's one
+    file-error form (``PATH: reason``) applies."""
+    if issubclass(error, OSError) and err.errno is not None and err.strerror:
+        return error(err.errno, err.strerror, name)
     return error(message)
 
 
@@ -69,7 +71,7 @@ def open_regular(path: Any, kind: str, error: Type[PydepthError] = InputFileErro
     try:
         fd = os.open(name, flags)
     except OSError as err:
-        raise _oserror(error, err, f"{name}: cannot open the {kind}: {err.strerror}") from None
+        raise _oserror(error, err, name, f"{name}: cannot open the {kind}: {err.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -98,7 +100,7 @@ def _read_fd(fd: int, size: int, name: str, kind: str, error: Type[PydepthError]
             chunks.append(chunk)
             left -= len(chunk)
     except OSError as err:
-        raise _oserror(error, err, f"{name}: cannot read the {kind}: {err.strerror}") from None
+        raise _oserror(error, err, name, f"{name}: cannot read the {kind}: {err.strerror}") from None
     return b"".join(chunks)
 
 

@@ -14,6 +14,7 @@ FLAGS: Dict[str, Tuple[Optional[str], str]] = {
     "--format": (None, "table for people or a JSON document"),
     "--plot": ("DIR", "directory the figures (PNG and SVG) are written into"),
     "--quiet": (None, "no progress or 'wrote' lines on stderr"),
+    "--overwrite": (None, "a fresh run into a directory holding another run moves that run aside first"),
     "--seed": ("S", "SplitMix64 (or torch) seed of the initialization; default the chapter's 4701"),
     "--seeds": ("LIST", "initialization seeds of a grid"),
     "--data-seed": ("S", "seed of a sweep's fixed token batch"),
