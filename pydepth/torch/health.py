@@ -348,6 +348,13 @@ def _sum_error(total: torch.Tensor, parts: Sequence[torch.Tensor]) -> Tuple[floa
     return float((t - acc).abs().max()), float(scale.max())
 
 
+def _stream_shaped(tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+    """Sites a layer holds with its rows flattened ([batch·tokens, width], as OPT's feed-forward
+    does) read in the stream's [batch, tokens, width] shape; the adjoint is taken before this."""
+    shape = tensors[0].shape
+    return [t.reshape(shape) if t.shape != shape and t.numel() == tensors[0].numel() else t for t in tensors]
+
+
 def _check_residual_sums(layout: DecoderLayout, sites: Sequence[torch.Tensor],
                          branches: Dict[Tuple[int, int], torch.Tensor], module: nn.Module) -> None:
     """Each site must be the previous one plus the branch added in between (to rounding): the
@@ -426,7 +433,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
                 f"captured residual sites {sorted(capture.sites)} (site {capture.duplicate} twice) in one "
                 f"forward of {type(module).__name__}; expected 0..{expected - 1}")
         sites = [capture.sites[i] for i in range(expected)]
-        _check_residual_sums(layout, sites, capture.branches, module)
+        _check_residual_sums(layout, _stream_shaped(sites), capture.branches, module)
         for i, s in enumerate(sites):
             if not s.requires_grad:
                 raise MissingAdjointError(f"site {i} does not depend on a tensor that requires grad")
@@ -434,7 +441,8 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
     for i, g in enumerate(grads):
         if g is None:
             raise MissingAdjointError(f"site {i} has no completed adjoint: the loss does not depend on it")
-    return SiteProbe(layout, tuple(s.detach() for s in sites), tuple(grads), valid, capture.branches)
+    return SiteProbe(layout, tuple(_stream_shaped([s.detach() for s in sites])), tuple(_stream_shaped(list(grads))),
+                     valid, capture.branches)
 
 
 def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = None, *,
