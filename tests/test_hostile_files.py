@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import need_extra
 
 from pydepth import DecoderConfig, DecoderModel, SplitMix64, checkpoint
 from pydepth.errors import InputFileError, PydepthError
@@ -152,3 +153,18 @@ def test_the_docs_state_the_cap_of_every_kind_of_file():
     for kind, cap in reading.CAPS.items():
         shown = "none" if kind == "checkpoint" else f"{cap >> 20} MiB"
         assert f"| {kind} | {shown} |" in text, kind
+
+
+def test_a_figure_replaces_a_link_planted_under_its_name_and_leaves_the_link_target_alone(tmp_path):
+    need_extra("plot")
+    from pydepth.plots.style import pyplot, save_figure
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    out = tmp_path / "plots"
+    out.mkdir()
+    (out / "fig.png").symlink_to(secret)
+    fig = pyplot().figure()
+    save_figure(fig, out / "fig", formats=("png", "svg"))
+    assert secret.read_text() == "private"
+    assert not (out / "fig.png").is_symlink() and (out / "fig.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "fig.svg").read_text().lstrip().startswith("<?xml")

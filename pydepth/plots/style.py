@@ -236,6 +236,19 @@ def wrap_title(text: str, width: int = 100) -> str:
                      for w in textwrap.wrap(line, width, break_on_hyphens=False) or [line])
 
 
+def _write_figure(fig: Any, path: pathlib.Path) -> None:
+    """One figure file through the one atomic writer: a link at ``path`` is replaced, never
+    written through, and a failed write leaves the old file."""
+    import io
+
+    from .._files.atomic import write_atomically
+    from ..errors import OutputFileError
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=path.suffix.lower()[1:], dpi=150)
+    data = buffer.getvalue()
+    write_atomically(str(path), lambda fh: fh.write(data), "figure", OutputFileError, follow_links=False)
+
+
 def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = None) -> List[pathlib.Path]:
     """Saves ``fig`` and closes it. With ``formats`` (e.g. ``("png", "svg")``), ``target`` is a
     path stem and one file per format is written; otherwise the suffix of ``target`` decides.
@@ -249,7 +262,7 @@ def save_figure(fig: Any, target: PathLike, formats: Optional[Sequence[str]] = N
                 raise ValueError(f"plot file {str(p)!r} must end in .png, .svg or .pdf")
         path.parent.mkdir(parents=True, exist_ok=True)
         for p in paths:
-            fig.savefig(p, dpi=150)
+            _write_figure(fig, p)
     finally:
         plt.close(fig)
     return paths
