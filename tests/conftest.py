@@ -158,7 +158,7 @@ def torch_models():
     return load_helper("torch_models.py")
 
 
-# ---- shared by the `pydepth train` tests (test_train.py, test_train_hostile.py)
+# ---- shared by the `pydepth train` tests (test_train_command.py, test_train_refusals.py)
 
 #: The small byte-level model both train test files configure.
 TINY_TRAIN = {"vocabulary_size": 256, "model_width": 8, "heads": 2, "feed_forward_width": 16, "layers": 2,

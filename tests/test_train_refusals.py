@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""`pydepth train` against hostile settings, checkpoints, signals and logs: a memory budget
+"""`pydepth train` refusals: bad settings and texts named in one line, a memory budget
 checked before allocating, Ctrl-C and SIGTERM inside a step, stored options checked like the
 command line's and kept inside the run's directory, a torn last log line."""
 import json
@@ -212,3 +212,40 @@ def test_a_config_or_spec_file_nested_a_hundred_thousand_deep_is_one_line(tmp_pa
             else ["sweep", str(deep), "--out", str(tmp_path / "o"), "--scheduler", "serial"])
     assert main(argv) == 1
     assert "too deeply" in capsys.readouterr().err
+
+
+def test_refusals_name_the_problem(tmp_path, config, capsys):
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(dict(TINY, vocabulary_size=100)))
+    assert train(CORPUS, "--config", small, "--updates", 1, "--out", tmp_path / "x") == 1
+    assert "vocabulary_size >= 256, got 100" in capsys.readouterr().err
+    assert train(CORPUS, "--config", config, "--sequence-length", 17, "--updates", 1,
+               "--out", tmp_path / "x") == 1
+    assert "max_positions=16], got 17" in capsys.readouterr().err
+    assert train(CORPUS, "--config", config, "--updates", 2, "--batch-rows", 1, "--out", tmp_path / "r") == 0
+    ck = tmp_path / "r" / "step-000002.safetensors"
+    other = tmp_path / "other.txt"
+    other.write_text("A different text.\n\nWith two paragraphs.\n")
+    assert train(other, "--resume", ck, "--out", tmp_path / "r") == 1
+    assert "differs from the text the checkpoint was trained on" in capsys.readouterr().err
+    assert train(CORPUS, "--resume", ck, "--batch-rows", 3, "--out", tmp_path / "r") == 1
+    assert "--batch-rows 3 (checkpoint: 1)" in capsys.readouterr().err
+    assert train(CORPUS, "--updates", 2, "--out", tmp_path / "r") == 1
+    assert "--config is required" in capsys.readouterr().err
+    assert train(CORPUS, "--config", config, "--lr", "nan", "--out", tmp_path / "x") == 1
+    assert "--lr must be a finite positive number, got nan" in capsys.readouterr().err
+    assert train(CORPUS, "--config", config, "--weight-decay", "-1", "--out", tmp_path / "x") == 1
+    assert "--weight-decay must be finite and non-negative, got -1.0" in capsys.readouterr().err
+
+
+def test_a_resume_refuses_a_tampered_stored_option(tmp_path, config, capsys):
+    out = tmp_path / "t"
+    assert train(CORPUS, "--config", config, "--batch-rows", 1, "--sequence-length", 8, "--updates", 1,
+               "--out", out) == 0
+    ck = checkpoint.load(out / "step-000001.safetensors")
+    extra = dict(ck.extra)
+    extra["train"] = {**extra["train"], "observe_every": "often"}
+    checkpoint.save(out / "bad.safetensors", ck.model, optimizer=ck.optimizer(), rng=ck.rng, record=ck.record,
+                    step=ck.step, extra=extra)
+    assert train(CORPUS, "--resume", out / "bad.safetensors", "--updates", 2) == 1
+    assert "observe_every" in capsys.readouterr().err and not (out / "step-000002.safetensors").exists()
