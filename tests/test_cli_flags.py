@@ -83,7 +83,8 @@ def test_file_errors_name_the_path_then_the_reason(tmp_path, capsys):
     assert cli.main(["observe", "--config", str(missing), "--tokens", "1,2"]) == 1
     assert capsys.readouterr().err == f"pydepth: error: {missing}: no such file or directory\n"
     assert cli.main(["train", str(tmp_path / "none.txt"), "--config", _config(tmp_path)]) == 1
-    assert capsys.readouterr().err == f"pydepth: error: {tmp_path / 'none.txt'}: no such file or directory\n"
+    text = tmp_path / "none.txt"
+    assert capsys.readouterr().err == f"pydepth: error: {text}: cannot open the training text: no such file or directory\n"
 
 
 def test_quiet_silences_the_wrote_lines(tmp_path, capsys):

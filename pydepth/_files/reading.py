@@ -41,11 +41,17 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _reason(err: OSError) -> str:
+    """The system's reason in the messages' case ("no such file or directory")."""
+    text = err.strerror or str(err)
+    return text[:1].lower() + text[1:]
+
+
 def _oserror(error: Type[PydepthError], err: OSError, name: str, message: str) -> PydepthError:
     """The caller's error type; an OSError one keeps errno, reason and file name, so the CLI's one
     file-error form (``PATH: reason``) applies."""
     if issubclass(error, OSError) and err.errno is not None and err.strerror:
-        return error(err.errno, err.strerror, name)
+        return error(err.errno, message[len(name) + 2:] if message.startswith(f"{name}: ") else message, name)
     return error(message)
 
 
@@ -71,7 +77,7 @@ def open_regular(path: Any, kind: str, error: Type[PydepthError] = InputFileErro
     try:
         fd = os.open(name, flags)
     except OSError as err:
-        raise _oserror(error, err, name, f"{name}: cannot open the {kind}: {err.strerror}") from None
+        raise _oserror(error, err, name, f"{name}: cannot open the {kind}: {_reason(err)}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -100,7 +106,7 @@ def _read_fd(fd: int, size: int, name: str, kind: str, error: Type[PydepthError]
             chunks.append(chunk)
             left -= len(chunk)
     except OSError as err:
-        raise _oserror(error, err, name, f"{name}: cannot read the {kind}: {err.strerror}") from None
+        raise _oserror(error, err, name, f"{name}: cannot read the {kind}: {_reason(err)}") from None
     return b"".join(chunks)
 
 
