@@ -84,7 +84,8 @@ def test_file_errors_name_the_path_then_the_reason(tmp_path, capsys):
     assert capsys.readouterr().err == f"pydepth: error: {missing}: no such file or directory\n"
     assert cli.main(["train", str(tmp_path / "none.txt"), "--config", _config(tmp_path)]) == 1
     text = tmp_path / "none.txt"
-    assert capsys.readouterr().err == f"pydepth: error: {text}: cannot open the training text: no such file or directory\n"
+    reason = "cannot open the training text: no such file or directory"
+    assert capsys.readouterr().err == f"pydepth: error: {text}: {reason}\n"
 
 
 def test_quiet_silences_the_wrote_lines(tmp_path, capsys):
