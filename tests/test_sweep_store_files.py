@@ -68,3 +68,15 @@ def test_a_special_file_named_like_a_part_is_reported_as_damage_naming_it(tmp_pa
             action()
     sweep(out, recompute_damaged=True)
     assert not os.path.lexists(bad) and read_table(out).num_rows > 0
+
+
+def test_a_part_that_links_outside_the_store_is_damage_not_read(tmp_path):
+    out = tmp_path / "store"
+    sweep(out)
+    part = part_files(out)[0]
+    outside = tmp_path / "elsewhere.parquet"
+    os.replace(part, outside)  # the very bytes the manifest lists, now outside the store
+    os.symlink(outside, part)
+    with pytest.raises(DamagedPartError, match=part.name):
+        read_table(out)
+    assert outside.exists()

@@ -38,7 +38,7 @@ def read_manifest(out: PathLike) -> Dict[str, Dict[str, Any]]:
     path = pathlib.Path(out) / MANIFEST_FILE
     if not os.path.lexists(path):
         return {}
-    text = read_text(path, "sweep manifest", SweepStoreError)
+    text = read_text(path, "sweep manifest", SweepStoreError, inside=path.parent)
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):

@@ -106,7 +106,7 @@ def read_spec(out: PathLike) -> SweepSpec:
     path = pathlib.Path(out) / SPEC_FILE
     if not path.is_file():
         raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")
-    doc = read_json(path, "sweep spec", SweepStoreError)
+    doc = read_json(path, "sweep spec", SweepStoreError, inside=path.parent)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or "spec" not in doc:
         raise SweepStoreError(f"{path}: not a {FORMAT} spec file")
     return SweepSpec.from_dict(doc["spec"])
@@ -157,7 +157,8 @@ def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any
     tables = []
     for name in verify_store(out, spec.to_json(), FORMAT):
         p = pathlib.Path(out) / name
-        tables.append(read_part(p, read_bytes(p, "sweep part", SweepStoreError), spec.to_json(), FORMAT, columns=want))
+        data = read_bytes(p, "sweep part", SweepStoreError, inside=p.parent)
+        tables.append(read_part(p, data, spec.to_json(), FORMAT, columns=want))
     if not tables:
         return schema(spec).empty_table() if want is None else \
             pa.schema([schema(spec).field(c) for c in want]).empty_table()

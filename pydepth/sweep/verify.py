@@ -62,7 +62,7 @@ def read_part(path: pathlib.Path, data: bytes, spec_json: Optional[str], fmt: st
 def _problem(path: pathlib.Path, entry: Optional[Dict[str, Any]], spec_json: str,
              fmt: str) -> Tuple[Optional[str], List[str], Dict[str, Any]]:
     try:
-        data = read_bytes(path, "sweep part", SweepStoreError)
+        data = read_bytes(path, "sweep part", SweepStoreError, inside=path.parent)
     except SweepStoreError as err:  # a directory, FIFO or oversized file under a part's name is damage
         reason = str(err).split("; ", 1)[0].replace(f"{path}: ", "", 1).replace(f"{path} ", "", 1)
         return reason, [], {"rows": 0, "cells": 0, "sha256": ""}
