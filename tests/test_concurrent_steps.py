@@ -182,6 +182,6 @@ FORK_DURING_STEPS = textwrap.dedent("""
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
 def test_a_child_forked_while_another_thread_steps_can_step_its_own_copy():
-    out = subprocess.run([sys.executable, "-c", FORK_DURING_STEPS], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-P", "-c", FORK_DURING_STEPS], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["hung", "0", "torn", "0"]

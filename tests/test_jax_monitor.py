@@ -90,7 +90,7 @@ print(sorted(k for k, v in sys.modules.items() if v is not None and k.split(".")
 def test_a_train_state_loop_logs_to_tensorboard_with_torch_blocked(tmp_path):
     need_extra("train")
     code = _TRAIN_STATE_LOOP.format(here=str(HERE), logdir=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("[]")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

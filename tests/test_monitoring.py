@@ -21,7 +21,7 @@ _BLOCKED = (
 
 
 def test_the_monitoring_module_imports_with_torch_and_jax_blocked():
-    out = subprocess.run([sys.executable, "-c", _BLOCKED], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-P", "-c", _BLOCKED], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     count, loaded = out.stdout.split(" ", 1)
     assert int(count) == len(metric_table())
