@@ -35,6 +35,8 @@ KNOWN_AS: Dict[str, str] = {
     "per-layer": "torchtitan's depth init, OLMo's mitchell init: 1/sqrt(2(l+1))",
 }
 
+#: A depth-scaling scheme: a name of :data:`SCHEMES` (or of :data:`KNOWN_AS`), or a callable
+#: ``(layer_index, depth) -> factor``.
 Scheme = Union[str, Callable[[int, int], float]]
 
 _FORMULAS: Dict[str, Callable[[int, int], float]] = {

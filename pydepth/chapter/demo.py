@@ -30,8 +30,9 @@ __all__ = ["SEED", "TOKENS", "TARGETS", "PROFILES", "FIXTURES", "DemoCheckError"
 
 #: The initialization seed of every fixture.
 SEED = 4701
-#: Source [0, 99, 100, 101, 1]: inputs and next-token targets, one segment, all valid.
+#: Source [0, 99, 100, 101, 1]: its inputs, one segment, all valid.
 TOKENS: Tuple[int, ...] = (0, 99, 100, 101)
+#: The next-token targets of :data:`TOKENS`.
 TARGETS: Tuple[int, ...] = (99, 100, 101, 1)
 #: Budget profiles: (max_parameters, max_positions).
 PROFILES: Dict[str, Tuple[int, int]] = {"reference-ci": (1188, 4), "cpu-bridge": (8304, 16)}

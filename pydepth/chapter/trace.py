@@ -18,7 +18,9 @@ from ..model import DecoderModel
 __all__ = ["FORMAT", "ENCODING", "hex_bits", "float_bits", "plain_rms", "depth_factor",
            "model_trace", "fixture_trace"]
 
+#: The format identifier every exported trace carries.
 FORMAT = "pydepth-reference-trace-v1"
+#: How a trace writes each value.
 ENCODING = "IEEE-754 binary64 bit patterns as 16 lowercase hex digits, row-major"
 
 

@@ -22,7 +22,7 @@ from .._version import __version__
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
-# Subcommand name -> module in this package; the order is the order of --help.
+#: The subcommands, each a module of this package of the same name, in the order of ``--help``.
 SUBCOMMANDS = (
     "demo",
     "observe",

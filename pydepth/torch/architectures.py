@@ -114,6 +114,8 @@ class ArchitectureSpec:
 _LLAMA_LAYERS = ("model.layers", "layers")
 _H_LAYERS = ("transformer.h", "h")
 
+#: The decoders known by name: the layout table :func:`find_layout` reads when an architecture is
+#: named or the probe cannot run.
 ARCHITECTURES: Tuple[ArchitectureSpec, ...] = (
     ArchitectureSpec("pydepth-twin", "pydepth's decoder as a torch module (pydepth.torch.to_torch)",
                      ("blocks",), "attention.output", "ffn.down", "attention_norm", "ffn_norm",

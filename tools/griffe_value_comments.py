@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+"""A Griffe extension for the API reference (mkdocs.yml): a value documented by a ``#:`` comment
+above its assignment, pydepth's way of documenting constants, shows that comment as its docstring."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+from typing import Any
+
+from griffe import Attribute, Docstring, Extension
+
+_spec = importlib.util.spec_from_file_location("api_reference", pathlib.Path(__file__).with_name("api_reference.py"))
+assert _spec is not None and _spec.loader is not None
+_api = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_api)
+
+
+class ValueComments(Extension):
+    """Gives an attribute without a docstring the ``#:`` comment lines directly above it."""
+
+    def on_attribute_instance(self, *, attr: Attribute, **kwargs: Any) -> None:
+        """Called by Griffe for every attribute it reads from source."""
+        if attr.docstring is not None or attr.lineno is None or attr.filepath is None:
+            return
+        path = attr.filepath if isinstance(attr.filepath, pathlib.Path) else pathlib.Path(attr.filepath[0])
+        text = _api.comment_above(path.read_text(encoding="utf-8").splitlines(), attr.lineno)
+        if text:
+            attr.docstring = Docstring(text, lineno=attr.lineno, parent=attr)
