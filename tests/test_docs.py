@@ -220,3 +220,40 @@ def test_the_tests_index_names_every_test_file_and_helper_once():
     files = sorted(p.name for p in (ROOT / "tests").glob("*.py"))
     assert sorted(n for n in named if n.endswith(".py")) == files
     assert len(named) == len(set(named))
+
+
+#: how the chapter identifies itself (its first lines and its source paths)
+CHAPTER = ("Initialize residual projection weights for decoder depth", "Chapter 06 · Content revision 4",
+           "llm-from-scratch-practical")
+TWO_COMMANDS = """```bash
+pip install . && pydepth demo --format table          # install, run the chapter demo
+pip install '.[test,plot,torch,hf,sweep,train,jax]' && pytest -q tests   # install, run the tests
+```"""
+
+
+def test_the_readme_opens_with_the_two_commands_then_five_lines_that_identify_the_chapter():
+    readme = (ROOT / "README.md").read_text()
+    assert readme.startswith("# pydepth\n\n" + TWO_COMMANDS + "\n\n")
+    opening = readme[len("# pydepth\n\n" + TWO_COMMANDS + "\n\n"):].split("\n\n", 1)[0].splitlines()
+    assert [line.split("**")[1] for line in opening] == ["What it is", "For whom", "What it shows", "One figure",
+                                                         "The chapter"]
+    figure = re.search(r"!\[[^\]]+\]\((docs/figures/[\w.-]+\.png)\)", opening[3])
+    assert figure and (ROOT / figure.group(1)).is_file()
+    assert all(part in opening[4] for part in CHAPTER)
+
+
+def test_the_readme_says_what_it_computes_and_defines_its_terms_before_addressing_contributors():
+    readme = (ROOT / "README.md").read_text()
+    computes = readme.index("## What it computes")
+    assert computes < readme.index("## Using it") < readme.index("## For contributors")
+    section = readme[computes:readme.index("## Using it")]
+    for term in ("occurrence-local", "same-base unscaled control", "completed mean-loss adjoints"):
+        first = readme.index(term)  # its first use is in the section that defines it
+        assert computes < first < computes + len(section), term
+        assert re.search(re.escape(term) + r"[^.]*:", section.replace("\n", " ")), f"{term} is not defined"
+
+
+def test_the_citation_file_identifies_the_chapter_as_the_readme_does():
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert all(part in citation for part in CHAPTER)
+    assert "The chapter's authors" not in citation
