@@ -176,6 +176,12 @@ def test_a_value_is_documented_by_the_comment_above_its_assignment():
     assert api.comment_above(["# plain comment", "Y = 2"], 2) == ""
 
 
+def test_restructuredtext_roles_and_literal_markers_read_as_markdown_on_the_site():
+    api = _load("api_reference")
+    text = "Raises :class:`pydepth.TokenError` (see :func:`~pydepth.no_grad`). Example::\n\n    x = 1\n"
+    assert api.markdown_of(text) == "Raises `pydepth.TokenError` (see `pydepth.no_grad`). Example:\n\n    x = 1\n"
+
+
 class _Files:
     """What the link rewriting asks of mkdocs' file collection: whether docs/ holds a page."""
 

@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import pathlib
 import pkgutil
+import re
 import sys
 import types
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -209,8 +210,18 @@ def _value_comment(module: str, name: str) -> str:
     return ""
 
 
+_ROLE = re.compile(r":(?:class|func|meth|data|mod|attr|exc|obj):`~?([^`]+)`")
+_LITERAL = re.compile(r"(?<=\S)::$", re.M)
+
+
+def markdown_of(docstring: str) -> str:
+    """A docstring's reStructuredText pieces as markdown: a ``:class:`X``` role as code, the ``::``
+    that introduces an indented literal block as one colon."""
+    return _LITERAL.sub(":", _ROLE.sub(r"`\1`", docstring))
+
+
 def _summary(text: str) -> str:
-    first = text.strip().split("\n\n")[0].replace("\n", " ")
+    first = markdown_of(text).strip().split("\n\n")[0].replace("\n", " ")
     return first.replace("|", "\\|")
 
 

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""A Griffe extension for the API reference (mkdocs.yml): a value documented by a ``#:`` comment
-above its assignment, pydepth's way of documenting constants, shows that comment as its docstring."""
+"""Griffe extensions for the API reference (mkdocs.yml): how pydepth's docstrings are read there.
+A value documented by a ``#:`` comment above its assignment shows that comment as its docstring,
+and the reStructuredText pieces the docstrings use (``:class:`X``` roles, a ``::`` before a
+literal block) read as markdown."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import importlib.util
 import pathlib
 from typing import Any
 
-from griffe import Attribute, Docstring, Extension
+from griffe import Attribute, Docstring, Extension, Object
 
 _spec = importlib.util.spec_from_file_location("api_reference", pathlib.Path(__file__).with_name("api_reference.py"))
 assert _spec is not None and _spec.loader is not None
@@ -27,3 +29,12 @@ class ValueComments(Extension):
         text = _api.comment_above(path.read_text(encoding="utf-8").splitlines(), attr.lineno)
         if text:
             attr.docstring = Docstring(text, lineno=attr.lineno, parent=attr)
+
+
+class RestToMarkdown(Extension):
+    """Turns the reStructuredText roles and literal-block markers of a docstring into markdown."""
+
+    def on_instance(self, *, obj: Object, **kwargs: Any) -> None:
+        """Called by Griffe for every object it reads."""
+        if obj.docstring is not None:
+            obj.docstring.value = _api.markdown_of(obj.docstring.value)
