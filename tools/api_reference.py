@@ -37,10 +37,12 @@ def _public(dotted: str) -> bool:
 
 
 def _children(package: str) -> Iterator[pkgutil.ModuleInfo]:
-    """The direct submodules and subpackages of ``package``, found on disk without importing them."""
-    spec = importlib.util.find_spec(package)
-    assert spec is not None and spec.submodule_search_locations is not None, package
-    yield from pkgutil.iter_modules(list(spec.submodule_search_locations), package + ".")
+    """The direct submodules and subpackages of ``package``, found on disk without importing any
+    of them (a subpackage needing torch or jax is listed without those installed)."""
+    root = importlib.util.find_spec(ROOT)
+    assert root is not None and root.submodule_search_locations is not None
+    paths = [pathlib.Path(p, *package.split(".")[1:]) for p in root.submodule_search_locations]
+    yield from pkgutil.iter_modules([str(p) for p in paths if p.is_dir()], package + ".")
 
 
 def public_packages() -> List[str]:
