@@ -14,6 +14,8 @@ import pathlib
 import textwrap
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
+from ..errors import PydepthError
+
 __all__ = ["PlotDependencyError", "pyplot", "new_figure", "shade_band", "ratio_axis",
            "site_tick_labels", "site_axis", "shade_spread", "plot_ratios", "mark_out_of_band", "annotate_out_of_band",
            "figure_title", "wrap_title",
@@ -38,7 +40,7 @@ _MAX_ANNOTATIONS = 3  # per panel: the most extreme, well separated points, so l
 _MAX_SITE_LABELS = 33  # more sites than this: every k-th stage label, ticks stay integer
 
 
-class PlotDependencyError(ImportError):
+class PlotDependencyError(PydepthError, ImportError):
     """matplotlib, the optional ``plot`` extra, is not installed."""
 
 

@@ -16,7 +16,7 @@ class SweepSpecError(SweepError, ValueError):
     """A sweep grid or option is invalid."""
 
 
-class SweepDependencyError(ImportError):
+class SweepDependencyError(SweepError, ImportError):
     """Dask with distributed or pyarrow, the optional ``sweep`` extra, is not installed."""
 
 
