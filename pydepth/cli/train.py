@@ -104,6 +104,8 @@ class _Progress:
         self.open = self.tty
 
     def message(self, text: str) -> None:
+        if not self.every:  # the run's start line: loggers opened before it (W&B takes seconds) are not training time
+            self.started = time.perf_counter()
         self.close()
         if not self.quiet:
             sys.stderr.write(text + "\n")
