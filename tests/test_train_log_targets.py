@@ -165,3 +165,18 @@ def test_library_sinks_get_the_json_logs_records_at_their_steps(tmp_path):
     losses = {r["step"]: r["loss"] for r in read_log(result.train_log)}
     assert {s: m["train/loss"] for s, m in seen if "train/loss" in m} == losses
     assert [s for s, m in seen if "residual/out_of_band" in m] == [r["step"] for r in read_log(result.health_log)]
+
+
+def test_a_logger_that_cannot_open_stops_the_run_before_its_first_step_naming_the_spec(
+    tmp_path, config, capsys, monkeypatch
+):
+    def refuse(place, run_dir, settings):
+        raise RuntimeError("the server is down")
+
+    monkeypatch.setitem(targets.KINDS, "tensorboard", targets._Kind(None, "required", "a directory", refuse))
+    out = tmp_path / "run"
+    assert train(config, out, "tensorboard:" + str(tmp_path / "tb")) == 1
+    err = capsys.readouterr().err
+    assert "--log tensorboard:" in err and "cannot open the logger: RuntimeError: the server is down" in err, err
+    assert sorted(p.name for p in out.iterdir()) == []  # no log, no checkpoint: a rerun is not refused
+    assert train(config, out) == 0
