@@ -13,7 +13,7 @@ from pydepth.cli import main
 from pydepth.errors import LogSpecError
 from pydepth.monitoring import targets
 from pydepth.training.log import read_log
-from conftest import need_extra, write_tiny_train_config
+from conftest import need_extra, wandb_history, write_tiny_train_config
 
 CORPUS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "data" / "corpus.txt"
 UPDATES, EVERY = 5, 2
@@ -81,11 +81,14 @@ def test_tensorboard_event_files_hold_loss_and_health_at_the_steps_of_the_json_l
     assert set(series("train/lr")) == set(losses)
 
 
-def test_an_mlflow_store_holds_loss_and_health_at_the_steps_of_the_json_logs(tmp_path, config):
+@pytest.mark.parametrize("store", ["sqlite", "files"])
+def test_an_mlflow_store_holds_loss_and_health_at_the_steps_of_the_json_logs(tmp_path, config, store, monkeypatch):
     need_extra("train")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store behind this switch
     from mlflow.tracking import MlflowClient
 
-    out, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}" if store == "sqlite" else (tmp_path / "mlruns").as_uri()
+    out = tmp_path / "run"
     assert train(config, out, "mlflow:" + uri) == 0
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("pydepth").experiment_id])
@@ -96,12 +99,14 @@ def test_an_mlflow_store_holds_loss_and_health_at_the_steps_of_the_json_logs(tmp
     assert run.info.status == "FINISHED" and run.data.params["observe_every"] == str(EVERY)
 
 
-def test_an_offline_wandb_run_is_written_inside_the_run_directory_by_default(tmp_path, config):
+def test_an_offline_wandb_run_inside_the_run_directory_holds_loss_and_health_at_the_json_logs_steps(tmp_path, config):
     need_extra("train")
     out = tmp_path / "run"
     assert train(config, out, "wandb") == 0
-    (offline,) = (out / "wandb").glob("offline-run-*")
-    assert any(p.stat().st_size > 0 for p in offline.glob("run-*.wandb"))
+    rows = wandb_history(out / "wandb")
+    losses, ratios = logged(out)
+    assert {r["_step"]: r["train/loss"] for r in rows if "train/loss" in r} == losses
+    assert {r["_step"]: r["residual/activation_ratio_max"] for r in rows if "residual/out_of_band" in r} == ratios
 
 
 @pytest.mark.parametrize(
