@@ -31,6 +31,7 @@ class _Kind(NamedTuple):
     place: str  # "required", "optional" or "none"
     what: str  # the place's meaning, for messages and help
     opener: Optional[Callable[[Optional[str], str, Mapping[str, Any]], Any]]
+    directory: bool = False  # the place is a directory: one that exists as a file is refused up front
 
 
 def _tensorboard(place: Optional[str], run_dir: str, config: Mapping[str, Any]) -> Any:
@@ -76,8 +77,8 @@ def _mlflow_params(client: Any, config: Mapping[str, Any]) -> List[Any]:
 #: Every ``--log`` kind: the package it needs, whether it takes a place, and how it is opened.
 KINDS: Dict[str, _Kind] = {
     "jsonl": _Kind(None, "none", "train.jsonl and health.jsonl in the run directory, always written", None),
-    "tensorboard": _Kind("tensorboard", "required", "the directory of the event files", _tensorboard),
-    "wandb": _Kind("wandb", "optional", "the directory of the offline run (default: the run directory)", _wandb),
+    "tensorboard": _Kind("tensorboard", "required", "the directory of the event files", _tensorboard, True),
+    "wandb": _Kind("wandb", "optional", "the directory of the offline run (default: the run directory)", _wandb, True),
     "mlflow": _Kind(
         "mlflow", "required", "the tracking URI (sqlite:///FILE.db for a local store, or a server)", _mlflow
     ),
@@ -123,7 +124,7 @@ def check_targets(targets: Sequence[LogTarget]) -> None:
                     f"'pydepth[{EXTRA}]' or pip install {row.package}"
                 ) from None
         if (
-            row.opener is not _mlflow
+            row.directory
             and target.place is not None
             and os.path.exists(target.place)
             and not os.path.isdir(target.place)
