@@ -218,10 +218,15 @@ def wandb_history(run_dir, timeout=60.0):
     """History rows of the offline run under ``run_dir``, once its exit record is written (the
     W&B service may still be writing when ``finish`` returns)."""
     import time
+
+    from google.protobuf.message import DecodeError
     deadline = time.monotonic() + timeout
     while True:
         logs = list(pathlib.Path(run_dir).rglob("run-*.wandb"))
-        records = _wandb_records(logs[0]) if len(logs) == 1 else []
+        try:
+            records = _wandb_records(logs[0]) if len(logs) == 1 else []
+        except DecodeError:  # a record the service is still writing: read again
+            records = []
         kinds = [r.WhichOneof("record_type") for r in records]
         if "exit" in kinds or time.monotonic() > deadline:
             break
