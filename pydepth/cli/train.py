@@ -65,8 +65,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--log", action="append", type=_args.log_spec, metavar="SPEC", default=[],
                    help="also log loss, learning rate and residual health at the train.jsonl and health.jsonl "
                    "steps to: tensorboard:DIR (event files), wandb[:DIR] (an offline W&B run, default in --out), "
-                   "mlflow:URI (a tracking URI or local directory); jsonl (train.jsonl and health.jsonl) is always "
-                   "on; repeatable; needs pip install 'pydepth[train]'; not stored for --resume")
+                   "mlflow:URI (a tracking URI: sqlite:///FILE.db or a server); jsonl (train.jsonl and "
+                   "health.jsonl) always on; repeatable; needs pip install 'pydepth[train]'; not stored for --resume")
 
 
 def clock(seconds: float) -> str:
