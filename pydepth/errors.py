@@ -209,6 +209,14 @@ class SinkDependencyError(PydepthError, ImportError):
     """A metrics sink's logger (wandb, mlflow, tensorboard) is not installed."""
 
 
+class LogSpecError(PydepthError, ValueError):
+    """A ``pydepth train --log`` spec names no known logger, lacks its place, or names a place that cannot be one."""
+
+
+class LogTargetError(PydepthError, RuntimeError):
+    """A ``pydepth train --log`` logger could not be opened (its package's own error, named with the spec)."""
+
+
 class OptimizerError(PydepthError):
     """An optimizer cannot be built, step or load its state."""
 

@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import socket
+import struct
 import sys
 
 import numpy as np
@@ -187,3 +188,49 @@ def die_with_parent():
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: workers ignore a lost parent
 
+
+# ---- shared by the W&B sink tests (test_torch_callbacks.py, test_train_log_targets.py)
+
+def _wandb_records(path):
+    """Records of a W&B transaction log: a 7-byte header, then 32 KiB blocks of records
+    (4-byte checksum, 2-byte length, 1-byte kind: 1 whole, 2 first, 3 middle, 4 last part)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, part, records = 7, b"", []
+    while pos + 7 <= len(data):
+        left = 32768 - pos % 32768
+        _, n, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if left < 7 or n == kind == 0:
+            pos += left
+            continue
+        part += data[pos + 7:pos + 7 + n]
+        pos += 7 + n
+        if kind in (1, 4):
+            record = pb.Record()
+            record.ParseFromString(part)
+            records.append(record)
+            part = b""
+    return records
+
+
+def wandb_history(run_dir, timeout=60.0):
+    """History rows of the offline run under ``run_dir``, once its exit record is written (the
+    W&B service may still be writing when ``finish`` returns)."""
+    import time
+
+    from google.protobuf.message import DecodeError
+    deadline = time.monotonic() + timeout
+    while True:
+        logs = list(pathlib.Path(run_dir).rglob("run-*.wandb"))
+        try:
+            records = _wandb_records(logs[0]) if len(logs) == 1 else []
+        except DecodeError:  # a record the service is still writing: read again
+            records = []
+        kinds = [r.WhichOneof("record_type") for r in records]
+        if "exit" in kinds or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "exit" in kinds, (logs, kinds)
+    return [{"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
+            for r in records if r.WhichOneof("record_type") == "history"]

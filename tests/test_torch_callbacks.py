@@ -17,6 +17,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the callbacks need the 'torch' extra")
 transformers = pytest.importorskip("transformers", reason="tiny Llama models need the 'hf' extra")
 
+from conftest import wandb_history  # noqa: E402
 from pydepth import ArgumentTypeError, MonitorSettingError, UnsupportedModuleError  # noqa: E402
 from pydepth.health import RatioBand  # noqa: E402
 from pydepth.torch import observe_residual_health  # noqa: E402
@@ -234,46 +235,6 @@ def test_tensorboard_sink_writes_scalars_an_event_accumulator_reads_back(tmp_pat
             assert value == pytest.approx(logged[step][tag], rel=1e-6), tag
 
 
-def _wandb_records(path):
-    """Records of a W&B transaction log: a 7-byte header, then 32 KiB blocks of records
-    (4-byte checksum, 2-byte length, 1-byte kind: 1 whole, 2 first, 3 middle, 4 last part)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-    data = path.read_bytes()
-    assert data[:4] == b":W&B"
-    pos, part, records = 7, b"", []
-    while pos + 7 <= len(data):
-        left = 32768 - pos % 32768
-        _, n, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        if left < 7 or n == kind == 0:
-            pos += left
-            continue
-        part += data[pos + 7:pos + 7 + n]
-        pos += 7 + n
-        if kind in (1, 4):
-            record = pb.Record()
-            record.ParseFromString(part)
-            records.append(record)
-            part = b""
-    return records
-
-
-def _wandb_history(run_dir, timeout=60.0):
-    """History rows of the offline run under ``run_dir``, once its exit record is written (the
-    W&B service may still be writing when ``finish`` returns)."""
-    import time
-    deadline = time.monotonic() + timeout
-    while True:
-        logs = list(pathlib.Path(run_dir).rglob("run-*.wandb"))
-        records = _wandb_records(logs[0]) if len(logs) == 1 else []
-        kinds = [r.WhichOneof("record_type") for r in records]
-        if "exit" in kinds or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert "exit" in kinds, (logs, kinds)
-    return [{"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
-            for r in records if r.WhichOneof("record_type") == "history"]
-
-
 def test_wandb_sink_logs_offline_runs_whose_history_reads_back(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb", reason="the W&B sink needs wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -286,7 +247,7 @@ def test_wandb_sink_logs_offline_runs_whose_history_reads_back(tmp_path, monkeyp
         logged = {s: m for s in range(1, 5) for m in [monitor.step()] if m}
     finally:
         run.finish()
-    rows = _wandb_history(tmp_path)
+    rows = wandb_history(tmp_path)
     assert [r["_step"] for r in rows] == [2, 4], [sorted(r)[:8] for r in rows]
     for row in rows:
         assert {k: v for k, v in row.items() if not k.startswith("_")} == logged[row["_step"]]

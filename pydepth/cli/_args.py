@@ -38,6 +38,16 @@ def _short(text: str, what: str) -> str:
     return text
 
 
+def log_spec(text: str) -> Any:
+    """A ``--log`` spec, ``KIND[:PLACE]`` (pydepth.monitoring.targets owns the kinds)."""
+    from ..errors import LogSpecError
+    from ..monitoring.targets import parse_log_spec
+    try:
+        return parse_log_spec(text)
+    except LogSpecError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def seed(text: str) -> int:
     """A SplitMix64 seed in [0, 2**64)."""
     try:

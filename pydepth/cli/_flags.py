@@ -28,6 +28,7 @@ FLAGS: Dict[str, Tuple[Optional[str], str]] = {
     "--observe-at": ("STEPS", "observe after these numbers of optimizer updates"),
     "--observe-every": ("K", "observe every K optimizer updates"),
     "--checkpoint-every": ("K", "checkpoint every K optimizer updates"),
+    "--log": ("SPEC", "also log metrics to a logger: tensorboard:DIR, wandb[:DIR], mlflow:URI (repeatable)"),
     "--band": ("LOW,HIGH", "inclusive band the ratios are classified in"),
     "--control": (None, "also observe the same-base unscaled control"),
     "--policy": (None, "one initialization policy: scaled or unscaled"),

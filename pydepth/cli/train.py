@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _args
 from .._files.reading import read_bytes
+from ..monitoring.targets import check_targets, open_targets
 
 if TYPE_CHECKING:
     from ..checkpoint import Checkpoint
@@ -61,6 +62,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--plot", metavar="DIR", help="at the end, plot loss and site ratios over updates into "
                    "DIR/train.png and DIR/train.svg (needs pip install 'pydepth[plot]'; a resumed run keeps "
                    "its checkpoint's value)")
+    p.add_argument("--log", action="append", type=_args.log_spec, metavar="SPEC", default=[],
+                   help="also log loss, learning rate and residual health at the train.jsonl and health.jsonl "
+                   "steps to: tensorboard:DIR (event files), wandb[:DIR] (an offline W&B run, default in --out), "
+                   "mlflow:URI (a tracking URI: sqlite:///FILE.db or a server); jsonl (train.jsonl and "
+                   "health.jsonl) always on; repeatable; needs pip install 'pydepth[train]'; not stored for --resume")
 
 
 def clock(seconds: float) -> str:
@@ -98,6 +104,8 @@ class _Progress:
         self.open = self.tty
 
     def message(self, text: str) -> None:
+        if not self.every:  # the run's start line: loggers opened before it (W&B takes seconds) are not training time
+            self.started = time.perf_counter()
         self.close()
         if not self.quiet:
             sys.stderr.write(text + "\n")
@@ -148,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.config and not args.resume:
         raise ValueError("--config is required unless --resume is given")
+    check_targets(args.log)  # a missing logger package is named before anything is read or written
     text = read_bytes(args.text_file, "training text")
     ck = checkpoint.load(args.resume) if args.resume else None
     settings = _settings(args, ck)
@@ -158,14 +167,17 @@ def run(args: argparse.Namespace) -> int:
     if ck is not None and args.plot is None and settings.plot:  # a stored plot is inside the run's directory
         settings = dataclasses.replace(settings, plot=str(out / settings.plot))
     progress = _Progress(args.quiet)
+    sinks = open_targets(args.log, str(out), settings.to_dict())
     started = time.perf_counter()
     try:
         result = run_training(settings, text, out, config=_args.load_config(args.config) if args.config else None,
                               resume=ck, text_name=os.path.basename(args.text_file),
                               on_progress=progress.update, on_message=progress.message,
-                              overwrite=args.overwrite)
+                              overwrite=args.overwrite, sinks=sinks)
     finally:
         progress.close()
+        for sink in sinks:
+            sink.close()
     if result.settings.plot:
         _plot(result, args)
     sys.stdout.write(_summary(result, time.perf_counter() - started) + "\n")

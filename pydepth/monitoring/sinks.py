@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from typing import IO, Any, Callable, Mapping, Optional, Sequence, Union
 
 from ..errors import ArgumentTypeError, SinkDependencyError
@@ -60,15 +61,26 @@ class WandbSink:
 
 class MlflowSink:
     """Logs the metrics to MLflow with ``mlflow.log_metrics(metrics, step=step)``: into run
-    ``run_id`` when given, else into the active run (MLflow starts one if none is active)."""
+    ``run_id`` when given, else into the active run (MLflow starts one if none is active). With
+    ``client`` (an ``MlflowClient``, which carries its own tracking URI) and ``run_id``, through
+    ``client.log_batch`` instead, leaving MLflow's process-wide active run and URI alone."""
 
-    def __init__(self, run_id: Optional[str] = None) -> None:
+    def __init__(self, run_id: Optional[str] = None, client: Any = None) -> None:
         if run_id is not None and not isinstance(run_id, str):
             raise ArgumentTypeError(f"run_id must be a string, got {type(run_id).__name__}")
+        if client is not None and (run_id is None or not callable(getattr(client, "log_batch", None))):
+            raise ArgumentTypeError(f"client must be an MlflowClient (with log_batch) given with run_id, got "
+                                    f"{type(client).__name__} and run_id {run_id!r}")
         self.run_id = run_id
+        self.client = client
 
     def write(self, metrics: Metrics, step: int) -> None:
-        """One batched ``log_metrics`` call for all metrics of the observation."""
+        """One batched ``log_metrics`` (or ``log_batch``) call for all metrics of the observation."""
+        if self.client is not None:
+            from mlflow.entities import Metric
+            stamp = int(time.time() * 1000)
+            self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), stamp, step) for k, v in metrics.items()])
+            return
         try:
             import mlflow
         except ImportError as err:

@@ -9,11 +9,13 @@ import json
 import os
 import pathlib
 import warnings
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Any, Dict, List, Optional, Sequence
 
 from .._files.atomic import write_bytes
 from .._files.reading import read_bytes
 from ..health import DepthHealthReport
+from ..monitoring.metrics import health_metrics
+from ..monitoring.sinks import as_sinks
 from .errors import TrainLogError
 
 __all__ = ["TrainLog", "read_log"]
@@ -64,11 +66,14 @@ def _append(path: pathlib.Path) -> IO[str]:
 
 
 class TrainLog:
-    """The two logs of a run directory, appended to (and flushed) line by line while open."""
+    """The two logs of a run directory, appended to (and flushed) line by line while open, and
+    the same records as flat metrics to ``sinks`` at the same steps: ``train/loss`` and
+    ``train/lr`` per update, the health metrics of ``pydepth.monitoring`` per observation."""
 
-    def __init__(self, directory: pathlib.Path) -> None:
+    def __init__(self, directory: pathlib.Path, sinks: Sequence[Any] = ()) -> None:
         self.train_path = pathlib.Path(directory) / "train.jsonl"
         self.health_path = pathlib.Path(directory) / "health.jsonl"
+        self.sinks = as_sinks(list(sinks))
         self._train: Optional[IO[str]] = None
         self._health: Optional[IO[str]] = None
 
@@ -101,10 +106,16 @@ class TrainLog:
     def step(self, step: int, loss: float, lr: float, seconds: float) -> None:
         """One optimizer update, taken on ``loss`` of the parameters after ``step`` updates."""
         _write(self._train, {"step": step, "loss": loss, "lr": lr, "seconds": seconds})
+        for sink in self.sinks:
+            sink.write({"train/loss": loss, "train/lr": lr}, step)
 
     def health(self, step: int, loss: float, report: DepthHealthReport) -> None:
         """One observation of the parameters after ``step`` updates."""
         _write(self._health, {"step": step, "loss": loss, "report": report.to_dict()})
+        if self.sinks:
+            metrics = health_metrics(report)
+            for sink in self.sinks:
+                sink.write(metrics, step)
 
 
 def _write(fh: Optional[IO[str]], record: Dict[str, Any]) -> None:

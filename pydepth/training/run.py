@@ -13,7 +13,7 @@ import pathlib
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Union, cast
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 from .. import checkpoint as _checkpoint
 from .._native._rng import SplitMix64
@@ -22,6 +22,7 @@ from ..config import DecoderConfig
 from ..depth_init import DepthInitializationBudget, DepthInitializationRecord, Fresh, initialize_depth_scaled
 from ..errors import ConfigError
 from ..model import DecoderModel
+from ..monitoring.sinks import as_sinks
 from ..optim import AdamW, Optimizer, warmup_cosine
 from . import step as _step
 from .budget import check_step_memory
@@ -209,7 +210,7 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
                  config: Optional[DecoderConfig] = None, resume: Optional[Checkpoint] = None,
                  text_name: str = "", on_progress: Optional[Callable[[TrainProgress], None]] = None,
                  on_message: Optional[Callable[[str], None]] = None,
-                 memory_budget: Optional[int] = None, overwrite: bool = False) -> TrainResult:
+                 memory_budget: Optional[int] = None, overwrite: bool = False, sinks: Any = None) -> TrainResult:
     """Trains on the paragraphs of ``text`` up to ``settings.steps`` and writes, into ``out``,
     checkpoints ``step-NNNNNN.safetensors`` (every ``checkpoint_every`` steps and at the end, with
     the settings in ``extra["train"]``), ``train.jsonl`` and ``health.jsonl``.
@@ -230,20 +231,30 @@ def run_training(settings: TrainSettings, text: bytes, out: Union[str, os.PathLi
     ``out`` belongs to this run while it writes (a lock file with its pid and host): a second
     run into it, from another process or from inside this one's callbacks, is refused
     (:class:`RunDirectoryError`), and so is a fresh run into a directory holding another run's
-    logs or checkpoints, unless ``overwrite`` moves that directory aside to ``OUT.old-TIME``."""
+    logs or checkpoints, unless ``overwrite`` moves that directory aside to ``OUT.old-TIME``.
+
+    ``sinks`` (a sink, a callable or a sequence, as :func:`pydepth.monitoring.as_sinks` takes)
+    receive every ``train.jsonl`` row as ``train/loss`` and ``train/lr`` and every ``health.jsonl``
+    row as :func:`pydepth.monitoring.health_metrics`, at the rows' steps; a sink's ``open()``, if it
+    has one, is called once the directory is claimed, before the first step. They stay the caller's to close."""
+    sinks = as_sinks(sinks)
     documents = _step.byte_documents(text)
     digest = hashlib.sha256(text).hexdigest()
     state = (_fresh(settings, config, memory_budget) if resume is None
              else _resumed(settings, resume, config, digest, text_name, memory_budget))
     with claimed(pathlib.Path(out), resumed=resume is not None, overwrite=overwrite) as directory:
-        return _run(state, documents, directory, resume is not None, digest, text_name, on_progress, on_message)
+        return _run(state, documents, directory, resume is not None, digest, text_name, on_progress, on_message,
+                    sinks)
 
 
 def _run(state: _State, documents: Any, directory: pathlib.Path, resumed: bool, digest: str, text_name: str,
          on_progress: Optional[Callable[[TrainProgress], None]],
-         on_message: Optional[Callable[[str], None]]) -> TrainResult:
+         on_message: Optional[Callable[[str], None]], sinks: Sequence[Any] = ()) -> TrainResult:
     s, say = state.settings, on_message or (lambda line: None)
-    log = TrainLog(directory)
+    for sink in sinks:  # a logger opens once the directory is claimed, and before any log is touched
+        if callable(getattr(sink, "open", None)):
+            sink.open()
+    log = TrainLog(directory, sinks)
     log.begin(state.step, resumed=resumed)
     extra = {"train": {**s.to_dict(), "plot": _inside(s.plot, directory), "text_sha256": digest,
                        "text_file": text_name}}
