@@ -28,22 +28,33 @@ EQX = [r"\.layers\[(\d+)\]\.wo$"]
 LAYERS = 2
 
 
-def gradient_of(model):
-    """The gradient function of the model's library."""
-    if isinstance(model, dict):
-        return jax.grad
-    if type(model).__name__.startswith("Nnx"):
-        from flax import nnx
-        return nnx.grad
-    import equinox as eqx
-    return eqx.filter_grad
+_COMPILED = {}
+
+
+def compiled(model, loss_fn):
+    """The jitted loss and gradient of the model's library, compiled once per loss function."""
+    kind = "linen" if isinstance(model, dict) else "nnx" if type(model).__name__.startswith("Nnx") else "eqx"
+    if (kind, loss_fn) not in _COMPILED:
+        if kind == "linen":
+            fns = (jax.jit(loss_fn), jax.jit(jax.grad(loss_fn)))
+        elif kind == "nnx":
+            from flax import nnx
+
+            fns = (nnx.jit(loss_fn), nnx.jit(nnx.grad(loss_fn)))
+        else:
+            import equinox as eqx
+
+            fns = (eqx.filter_jit(loss_fn), eqx.filter_jit(eqx.filter_grad(loss_fn)))
+        _COMPILED[kind, loss_fn] = fns
+    return _COMPILED[kind, loss_fn]
 
 
 def refused_then_forced(model, patterns, loss_fn):
     """The model runs (loss and gradient finite), carries one scaling, a repeat is refused, and
     force=True scales it a second time."""
-    assert np.isfinite(float(loss_fn(model, M.tokens())))
-    grads = jax.tree_util.tree_leaves(gradient_of(model)(loss_fn)(model, M.tokens()))
+    loss, grad = compiled(model, loss_fn)
+    assert np.isfinite(float(loss(model, M.tokens())))
+    grads = jax.tree_util.tree_leaves(grad(model, M.tokens()))
     assert grads and all(np.isfinite(np.asarray(g)).all() for g in grads)
     assert scaling_count(model) == 1
     with pytest.raises(JaxAlreadyScaledError, match="force=True"):
@@ -118,6 +129,10 @@ def test_a_fresh_init_and_the_unscaled_original_are_not_refused():
     assert scaling_count(variables) == 0 and scaling_count(fresh_linen()) == 0
     apply_depth_scaling(fresh_linen(), patterns=LINEN)
     apply_depth_scaling(variables, patterns=LINEN)
+    zero = jax.tree_util.tree_map_with_path(
+        lambda path, v: jnp.zeros_like(v) if "wo" in jax.tree_util.keystr(path) else v, variables)
+    once, _ = apply_depth_scaling(zero, patterns=LINEN)
+    apply_depth_scaling(once, patterns=LINEN)  # zeros scaled are zeros: nothing to tell, nothing refused
 
 
 def test_a_mark_of_an_earlier_release_is_still_read_and_dropped_by_a_forced_scaling():
@@ -176,7 +191,7 @@ def scaled_eqx():
 
 
 def test_equinox_scaling_returns_the_same_type_and_tree():
-    eqx, scaled, _ = scaled_eqx()
+    _, scaled, _ = scaled_eqx()
     fresh = M.EqxDecoder(LAYERS, False, 1)
     assert type(scaled) is type(fresh)
     assert jax.tree_util.tree_structure(scaled) == jax.tree_util.tree_structure(fresh)

@@ -4,6 +4,7 @@ pydepth.jax.residual_block and its attention output with attention_output: the s
 completed adjoint RMS equal a brute-force perturbation reference, outside an observation the
 marks change nothing, parameters are scaled and audited by their pytree paths, the guard refuses a
 second scaling, and the refusals are typed."""
+
 import numpy as np
 import pytest
 from conftest import load_helper, need_extra
@@ -17,8 +18,8 @@ M = load_helper("jax_models.py")
 
 import pydepth  # noqa: E402
 from pydepth import ArgumentTypeError, JaxAlreadyScaledError, SiteSpecError  # noqa: E402
-from pydepth.jax import (PlainParams, ResidualSites, apply_depth_scaling, attention_output,  # noqa: E402
-                         audit_initialization, observe_residual_health, residual_block, scaling_count)
+from pydepth.jax import PlainParams, ResidualSites, apply_depth_scaling, attention_output  # noqa: E402
+from pydepth.jax import audit_initialization, observe_residual_health, residual_block, scaling_count  # noqa: E402
 
 LAYERS = 2
 TOL = 1e-12
@@ -31,9 +32,20 @@ def init(seed=0):
 
     def draw(*shape):
         return 0.3 * jax.random.normal(next(keys), shape, dtype=M.F64)
-    layers = [{"norm1": jnp.ones(M.W, M.F64), "wq": draw(M.W, M.W), "wk": draw(M.W, M.W), "wv": draw(M.W, M.W),
-               "wo": draw(M.W, M.W), "norm2": jnp.ones(M.W, M.F64), "wi": draw(M.W, M.FF), "w2": draw(M.FF, M.W)}
-              for _ in range(LAYERS)]
+
+    layers = [
+        {
+            "norm1": jnp.ones(M.W, M.F64),
+            "wq": draw(M.W, M.W),
+            "wk": draw(M.W, M.W),
+            "wv": draw(M.W, M.W),
+            "wo": draw(M.W, M.W),
+            "norm2": jnp.ones(M.W, M.F64),
+            "wi": draw(M.W, M.FF),
+            "w2": draw(M.FF, M.W),
+        }
+        for _ in range(LAYERS)
+    ]
     return {"embed": jax.random.normal(next(keys), (M.V, M.W), dtype=M.F64), "layers": layers}
 
 
@@ -41,8 +53,15 @@ def block(p, eps, marked):
     def attention(h):
         a = M.attend(h, p["wq"], p["wk"], p["wv"], p["wo"])
         return attention_output(a) if marked else a
-    return lambda x: M.block_math(x, eps, attention, lambda h: M.feed_forward(h, p["wi"], p["w2"]),
-                                  lambda h: M.rms_norm(h, p["norm1"]), lambda h: M.rms_norm(h, p["norm2"]))
+
+    return lambda x: M.block_math(
+        x,
+        eps,
+        attention,
+        lambda h: M.feed_forward(h, p["wi"], p["w2"]),
+        lambda h: M.rms_norm(h, p["norm1"]),
+        lambda h: M.rms_norm(h, p["norm2"]),
+    )
 
 
 def loss_fn(params, toks):
@@ -68,8 +87,7 @@ def rms(a):
 def test_site_rms_equal_a_brute_force_perturbation_reference():
     params, toks = init(), M.tokens(1)
     report = observe_residual_health(loss_fn, PlainParams(params), toks, sites=SITES)
-    adjoints, acts = jax.grad(lambda e: reference(params, toks, e), has_aux=True)(
-        jnp.zeros((LAYERS, 3, M.B, M.T, M.W)))
+    adjoints, acts = jax.grad(lambda e: reference(params, toks, e), has_aux=True)(jnp.zeros((LAYERS, 3, M.B, M.T, M.W)))
     rows = [(0, 0)] + [(b, r) for b in range(LAYERS) for r in (1, 2)]
     assert len(report.sites) == len(rows) and report.width == M.W
     for row, (b, r) in zip(report.sites, rows):
@@ -78,6 +96,18 @@ def test_site_rms_equal_a_brute_force_perturbation_reference():
     tape = observe_residual_health(loss_fn, PlainParams(params), toks, sites=SITES, method="tape")
     for s, t in zip(report.sites, tape.sites):
         assert t.activation_rms == pytest.approx(s.activation_rms, rel=TOL)
+
+
+def test_the_monitor_gives_the_plain_gradient_and_the_observed_sums():
+    params, toks = init(), M.tokens(1)
+    monitor = pydepth.jax.JaxHealthMonitor(loss_fn, sites=SITES, every=1)
+    _, grads, sums = jax.jit(monitor.value_and_grad)(PlainParams(params), toks)
+    want = jax.grad(loss_fn)(params, toks)
+    for g, w in zip(jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-15)
+    report, observed = monitor.log(1, sums), observe_residual_health(loss_fn, PlainParams(params), toks, sites=SITES)
+    for a, b in zip(report.sites, observed.sites):
+        assert a.adjoint_rms == pytest.approx(b.adjoint_rms, rel=TOL)
 
 
 def test_outside_an_observation_the_marks_change_nothing():

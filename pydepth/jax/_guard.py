@@ -3,14 +3,16 @@
 
 Every scaling remembers (in this process) a strided sample of each tensor it scaled — one unit
 per unrolled tensor, one per layer slice of a stacked one — with the factor applied. A model is
-taken as scaled by an earlier call when every remembered unit is present with its shape and is
-either bit for bit the scaled sample (any round trip that carries the weights: ``jax.grad``
+taken as scaled by an earlier call when every remembered unit is present with its shape (a unit
+of zeros says nothing: zeros scaled are zeros), at least one is not zeros, and each is either
+bit for bit the scaled sample (any round trip that carries the weights: ``jax.grad``
 pytrees, ``TrainState``, ``flax.serialization``, orbax restores into fresh or abstract trees,
 ``nnx.split/merge/update``, Equinox serialisation into a fresh model) or a trained descendant of
 it (same direction, cosine ≥ 0.9, and norm within 20 %), and no unit is the unscaled original
 (its norm exactly ``1/factor`` times the scaled one). No leaf, variable or wrapper is added, so a
 scaled model has the same tree as a fresh one and every restore into a fresh structure works.
 """
+
 from __future__ import annotations
 
 import math
@@ -84,12 +86,13 @@ def _verdict(u: Unit, leaf: Any) -> Optional[bool]:
     if leaf is None or tuple(np.shape(leaf)) != u.shape:
         return False
     now = sample_of(leaf, u.axis, u.layer)
-    if now.dtype == u.sample.dtype and now.tobytes() == u.sample.tobytes():
-        return True
-    a, b = now.astype(np.float64), u.sample.astype(np.float64)
+    a: np.ndarray = now.astype(np.float64)
+    b: np.ndarray = u.sample.astype(np.float64)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0 or not (math.isfinite(na) and math.isfinite(nb)):
-        return None
+        return None  # zeros (scaled or not) carry no scale to tell by
+    if now.dtype == u.sample.dtype and now.tobytes() == u.sample.tobytes():
+        return True
     if float(np.dot(a, b)) / (na * nb) < _COSINE:
         return False
     if abs(math.log(u.factor)) > _EXACT and abs(math.log(na / nb * u.factor)) <= _EXACT:
@@ -112,7 +115,6 @@ def recorded_count(library: str, leaves: Dict[str, Any]) -> int:
     count of the latest remembered scaling they are (or descend from), else 0."""
     found = 0
     for scaling in _REMEMBERED:
-        if scaling.library == library and scaling.count > found:
-            if _carries(scaling, leaves):
-                found = scaling.count
+        if scaling.library == library and scaling.count > found and _carries(scaling, leaves):
+            found = scaling.count
     return found

@@ -13,7 +13,7 @@ from ._deps import library_of
 
 __all__ = ["named_leaves", "MARK"]
 
-MARK = "pydepth_depth_scalings"  # the Linen params key and NNX attribute name of the depth-scaling mark
+MARK = "pydepth_depth_scalings"  # the Linen params key of an earlier release's depth-scaling mark (still read)
 
 #: library -> the name records and messages use
 _LABELS = {"linen": "flax-linen", "nnx": "flax-nnx", "plain": "jax-function"}

@@ -10,6 +10,7 @@ for the other libraries. Blocks are unrolled (each name called once per forward,
 loop); ``ResidualSites.blocks`` is a regular expression matched in full against the names, its
 first group capturing the layer index.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,7 @@ class PlainParams:
         return ((jax.tree_util.GetAttrKey("params"), self.params),), None
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: Any) -> "PlainParams":
+    def tree_unflatten(cls, aux: None, children: Any) -> PlainParams:
         """Rebuilds the wrapper around its params."""
         out = object.__new__(cls)
         out.params = children[0]
@@ -101,8 +102,10 @@ class PlainAdapter(ListedDummies):
         if sites.stacked:
             raise SiteSpecError("a plain function's blocks are marked one by one (unrolled); layer_axis must be None")
         if sites.attention_norm or sites.mid_norm or sites.final_norm:
-            raise SiteSpecError("a plain function has no modules to read norm gains from; leave attention_norm, "
-                                "mid_norm and final_norm unset")
+            raise SiteSpecError(
+                "a plain function has no modules to read norm gains from; leave attention_norm, "
+                "mid_norm and final_norm unset"
+            )
         self.loss_fn, self.model, self.sites = loss_fn, model, sites
         self.pattern = re.compile(sites.blocks)
         self.found: List[Tuple[str, Tuple[int, ...]]] = []
@@ -122,8 +125,10 @@ class PlainAdapter(ListedDummies):
             _ACTIVE.seen = previous
         names = [n for n in seen if self.pattern.fullmatch(n)]
         if not names:
-            raise SiteSpecError(f"no residual_block name matches blocks {self.sites.blocks!r}; the function marks "
-                                f"{sorted(seen) or 'no block'}")
+            raise SiteSpecError(
+                f"no residual_block name matches blocks {self.sites.blocks!r}; the function marks "
+                f"{sorted(seen) or 'no block'}"
+            )
         names.sort(key=lambda n: self._index(n, names))
         self.found = [(n, seen[n]) for n in names]
         self.layers = len(names)
@@ -133,8 +138,10 @@ class PlainAdapter(ListedDummies):
         if not (m and m.groups() and m.group(1) is not None):
             return names.index(name)
         if not m.group(1).isdigit():
-            raise SiteSpecError(f"blocks {self.sites.blocks!r}: its first group captured {m.group(1)!r} in {name!r}; "
-                                "it must capture the layer index only, as r'layer(\\d+)'")
+            raise SiteSpecError(
+                f"blocks {self.sites.blocks!r}: its first group captured {m.group(1)!r} in {name!r}; "
+                "it must capture the layer index only, as r'layer(\\d+)'"
+            )
         return int(m.group(1))
 
     def site_shapes(self) -> List[Tuple[int, ...]]:

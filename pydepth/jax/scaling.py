@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
