@@ -81,11 +81,12 @@ def forget_all() -> None:
     _REMEMBERED.clear()
 
 
-def _verdict(u: Unit, leaf: Any) -> Optional[bool]:
-    """True: the leaf carries this scaled unit; False: it does not; None: says nothing (zeros)."""
-    if leaf is None or tuple(np.shape(leaf)) != u.shape:
-        return False
-    now = sample_of(leaf, u.axis, u.layer)
+_Samples = Dict[Tuple[str, Optional[int], Optional[int]], np.ndarray]
+
+
+def _verdict(u: Unit, now: np.ndarray) -> Optional[bool]:
+    """True: ``now`` (the model's sample at the unit) carries this scaled unit; False: it does
+    not; None: says nothing (zeros)."""
     a: np.ndarray = now.astype(np.float64)
     b: np.ndarray = u.sample.astype(np.float64)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
@@ -100,10 +101,16 @@ def _verdict(u: Unit, leaf: Any) -> Optional[bool]:
     return near(na / nb, 1.0, _DRIFT)
 
 
-def _carries(scaling: _Scaling, leaves: Dict[str, Any]) -> bool:
+def _carries(scaling: _Scaling, leaves: Dict[str, Any], samples: _Samples) -> bool:
     seen = False
     for u in scaling.units:
-        verdict = _verdict(u, leaves.get(u.name))
+        leaf = leaves.get(u.name)
+        if leaf is None or tuple(np.shape(leaf)) != u.shape:
+            return False
+        key = (u.name, u.axis, u.layer)
+        if key not in samples:  # one fetch per unit however many scalings are compared
+            samples[key] = sample_of(leaf, u.axis, u.layer)
+        verdict = _verdict(u, samples[key])
         if verdict is False:
             return False
         seen = seen or verdict is True
@@ -114,7 +121,8 @@ def recorded_count(library: str, leaves: Dict[str, Any]) -> int:
     """How many scalings the weights in ``leaves`` (floating leaves by path name) carry: the
     count of the latest remembered scaling they are (or descend from), else 0."""
     found = 0
+    samples: _Samples = {}
     for scaling in _REMEMBERED:
-        if scaling.library == library and scaling.count > found and _carries(scaling, leaves):
+        if scaling.library == library and scaling.count > found and _carries(scaling, leaves, samples):
             found = scaling.count
     return found
