@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """A Flax NNX decoder whose layers are built with nnx.vmap and run with nnx.scan: depth scaling
-(the NNX module is changed in place and carries a mark, so a second scaling is refused), and the
+(the NNX module is changed in place; its scaled weights are the guard, so a second scaling is refused), and the
 residual-health report, observed on a private copy of the model.
 
     python examples/jax_nnx_health.py

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """pydepth.jax.apply_depth_scaling and audit_initialization on Flax Linen variables, NNX modules
 and Equinox modules, unrolled and scanned: exactly the selected tensors (each stacked layer
-slice with its own factor) become numpy's float64 product, a mark travels with the model, a
+slice with its own factor) become numpy's float64 product, the scaled model keeps its type and tree, a
 repeat is refused in each library unless forced, and the audit names the scheme."""
 import numpy as np
 import pytest
@@ -45,8 +45,7 @@ def case(name):
 
 def flat(model):
     from pydepth.jax._leaves import named_leaves
-    inner = getattr(model, "inner", model) if type(model).__name__ == "DepthScaledModule" else model
-    return {n: np.array(v) for n, v in named_leaves(inner)[1]}
+    return {n: np.array(v) for n, v in named_leaves(model)[1]}
 
 
 STRUCTURES = ["linen", "linen-scanned", "nnx", "nnx-scanned", "equinox", "equinox-scanned"]
@@ -92,19 +91,19 @@ def test_a_repeat_is_refused_in_each_library_unless_forced(name):
     assert record.forced and scaling_count(twice) == 2
 
 
-def test_the_linen_mark_lives_in_the_variables_and_apply_still_runs():
+def test_scaled_linen_variables_keep_their_tree_and_apply_still_runs():
     _module, variables, loss_fn, _ = M.linen_model(True, LAYERS)
     scaled, _ = apply_depth_scaling(variables, patterns=case("linen-scanned")[1], layer_axis=1)
-    assert scaled["params"]["pydepth_depth_scalings"].shape == (1,)
-    assert "pydepth_depth_scalings" not in variables["params"]
+    assert jax.tree_util.tree_structure(scaled) == jax.tree_util.tree_structure(variables)
     assert np.isfinite(float(jax.jit(loss_fn)(scaled, M.tokens())))
 
 
-def test_the_equinox_wrapper_behaves_as_the_model():
+def test_a_scaled_equinox_module_is_the_models_own_type_and_runs():
     model, pats, axis = case("equinox-scanned")
     scaled, _ = apply_depth_scaling(model, patterns=pats, layer_axis=axis)
     toks = M.tokens()[0]
-    assert scaled.layers.blocks.wo.shape == model.layers.blocks.wo.shape
+    assert type(scaled) is type(model)
+    assert jax.tree_util.tree_structure(scaled) == jax.tree_util.tree_structure(model)
     assert scaled(toks)[0].shape == model(toks)[0].shape
 
 

@@ -42,13 +42,19 @@ def require_equinox() -> Any:
 
 def library_of(model: Any) -> str:
     """``"linen"`` for a variables mapping, ``"nnx"`` for a Flax NNX module, ``"equinox"`` for an
-    Equinox module; a model of none of these raises :class:`pydepth.ArgumentTypeError`."""
+    Equinox module, ``"plain"`` for :class:`pydepth.jax.PlainParams`; a model of none of these
+    raises :class:`pydepth.ArgumentTypeError`."""
     from collections.abc import Mapping
 
     from ..errors import ArgumentTypeError
+    from .plain import PlainParams
+    if isinstance(model, PlainParams):
+        return "plain"
     if isinstance(model, Mapping):
         if "params" not in model:
-            raise ArgumentTypeError(f"Linen variables must hold a 'params' collection, got keys {sorted(model)}")
+            raise ArgumentTypeError(f"Linen variables must hold a 'params' collection, got keys {sorted(model)}; "
+                                    "wrap the params of a plain loss_fn(params, batch) as "
+                                    "pydepth.jax.PlainParams(params)")
         return "linen"
     nnx = sys.modules.get("flax.nnx")
     if nnx is not None and isinstance(model, nnx.Module):
@@ -57,4 +63,5 @@ def library_of(model: Any) -> str:
     if eqx is not None and isinstance(model, eqx.Module):
         return "equinox"
     raise ArgumentTypeError(f"model must be Flax Linen variables (a mapping with 'params'), a Flax NNX "
-                            f"module or an Equinox module, got {type(model).__name__}")
+                            f"module, an Equinox module or pydepth.jax.PlainParams(params) of a plain "
+                            f"loss_fn(params, batch), got {type(model).__name__}")

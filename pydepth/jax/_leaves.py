@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """A JAX model's floating parameters by ``jax.tree_util.keystr`` name, and the model rebuilt with
 some of them replaced: Linen variables (a new mapping), NNX modules (updated in place) and
-Equinox modules (a new module)."""
+Equinox modules (a new module) and plain params (new :class:`pydepth.jax.PlainParams`)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
@@ -13,7 +13,10 @@ from ._deps import library_of
 
 __all__ = ["named_leaves", "MARK"]
 
-MARK = "pydepth_depth_scalings"  # the Linen params key and NNX attribute name of the depth-scaling mark
+MARK = "pydepth_depth_scalings"  # the Linen params key of an earlier release's depth-scaling mark (still read)
+
+#: library -> the name records and messages use
+_LABELS = {"linen": "flax-linen", "nnx": "flax-nnx", "plain": "jax-function"}
 
 Rebuild = Callable[[Dict[str, Any]], Any]
 
@@ -29,6 +32,8 @@ def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:
     library = library_of(model)
     if library == "linen":
         tree = model["params"]
+    elif library == "plain":
+        tree = model.params
     elif library == "nnx":
         from flax import nnx
         tree = nnx.state(model, nnx.Param)
@@ -47,6 +52,9 @@ def named_leaves(model: Any) -> Tuple[str, List[Tuple[str, Any]], Rebuild]:
             from flax import nnx
             nnx.update(model, rebuilt)
             return model
+        if library == "plain":
+            from .plain import PlainParams
+            return PlainParams(rebuilt)
         return rebuilt
 
-    return {"linen": "flax-linen", "nnx": "flax-nnx"}.get(library, library), leaves, rebuild
+    return _LABELS.get(library, library), leaves, rebuild

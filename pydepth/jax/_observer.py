@@ -32,7 +32,8 @@ def _equinox(model: Any) -> Tuple[Any, Hashable, Rebuild]:
 
 
 #: library -> how its models split into (traced arrays, static key, rebuild)
-_SPLITS = {"linen": _linen, "nnx": _nnx, "equinox": _equinox}
+_SPLITS = {"linen": _linen, "plain": _linen,  # Linen variables and PlainParams are arrays only
+           "nnx": _nnx, "equinox": _equinox}
 
 
 def split_model(library: str, model: Any) -> Tuple[Any, Hashable, Rebuild]:

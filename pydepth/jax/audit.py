@@ -19,7 +19,7 @@ from .._checks import as_positive_finite
 from ..bridge.schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, audit_verdict
 from ..errors import JaxScalingSchemeError as ScalingSchemeError
 from ._leaves import named_leaves
-from .scaling import _wrapped, jax_factors, select_projections
+from .scaling import jax_factors, select_projections
 
 __all__ = ["audit_initialization", "identify_scheme"]
 
@@ -60,7 +60,7 @@ def audit_initialization(model: Any, scheme: Scheme = "1/sqrt(L)", base_std: Opt
     Reads the model only."""
     name, _ = jax_factors(scheme, None)
     tol = as_positive_finite("tolerance", tolerance, ScalingSchemeError)
-    library, leaves, _ = named_leaves(model.inner if _wrapped(model) else model)
+    library, leaves, _ = named_leaves(model)
     chosen, found_depth = select_projections(leaves, patterns, layer_axis, depth)
     _, factors = jax_factors(scheme, found_depth)
     residual = {s.name: s.layer for s in chosen}

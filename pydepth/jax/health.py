@@ -48,6 +48,9 @@ def _adapter(loss_fn: LossFn, model: Any, sites: ResidualSites) -> Any:
         require_flax()
         from ._linen import LinenAdapter
         return LinenAdapter(loss_fn, model, sites)
+    if library == "plain":
+        from .plain import PlainAdapter
+        return PlainAdapter(loss_fn, model, sites)
     if library == "nnx":
         from ._nnx import NnxAdapter
         return NnxAdapter(loss_fn, model, sites)

@@ -42,8 +42,13 @@ def _equinox(model: Any, arrays: Any) -> Split:
     return diff, lambda p: eqx.combine(p, static)
 
 
+def _plain(model: Any, arrays: Any) -> Split:
+    from .plain import PlainParams
+    return arrays.params, PlainParams
+
+
 #: library -> (what is differentiated, how the traced arrays are rebuilt from it)
-_TRAINED = {"flax-linen": _linen, "flax-nnx": _nnx, "equinox": _equinox}
+_TRAINED = {"flax-linen": _linen, "flax-nnx": _nnx, "equinox": _equinox, "jax-function": _plain}
 
 
 class JaxHealthMonitor:
@@ -51,7 +56,8 @@ class JaxHealthMonitor:
 
     Inside the jitted step, ``loss, grads, sums = monitor.value_and_grad(model, batch)`` replaces
     ``jax.value_and_grad(loss_fn)``: ``grads`` are those of Linen ``params``, of an NNX model's
-    ``nnx.Param`` state or of an Equinox model's floating arrays (as ``eqx.filter_grad``), and
+    ``nnx.Param`` state, of an Equinox model's floating arrays (as ``eqx.filter_grad``) or of the
+    params a :class:`pydepth.jax.PlainParams` wraps, and
     ``sums`` the ``[layers, 3, 5]`` site sums. Outside the step, ``monitor.log(step, sums)``
     builds the report and writes its metrics at steps ``every, 2·every, …`` (else does nothing
     and fetches nothing). ``loss_fn``, ``sites`` and ``mask``/``segment_ids`` are as for

@@ -7,30 +7,26 @@ is searched in each floating parameter's path; its first group, when present, ca
 layer index of an unrolled block's tensor; without a group the tensor is a stacked (scanned)
 one whose layer axis is ``layer_axis`` and each of whose slices gets its layer's factor. Any
 floating dtype is scaled (float64, float32, bfloat16, fp8): each product is numpy's float64
-multiplication rounded once to the tensor's dtype (:func:`scaled_product`). A mark travels
-with the model — a zero float leaf ``pydepth_depth_scalings`` in Linen ``params`` whose length
-is the count (so ``jax.grad`` over the variables, a Flax ``TrainState``, optimizers with weight
-decay and checkpoints of the params carry it), a ``DepthScalingMark``
-variable on an NNX module, a ``DepthScaledModule`` wrapper around an Equinox module — and a
-repeat is refused with :class:`pydepth.JaxAlreadyScaledError` unless ``force=True``.
+multiplication rounded once to the tensor's dtype (:func:`scaled_product`). The guard is the
+scaled weights themselves (:mod:`._guard`): no leaf, variable or wrapper is added, so every
+round trip that carries the weights carries the guard, and a repeat is refused with
+:class:`pydepth.JaxAlreadyScaledError` unless ``force=True``.
 """
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..bridge.schemes import DepthScalingRecord, ScaledTensor, Scheme, scheme_factors, scheme_name
 from ..errors import ArgumentTypeError, JaxAlreadyScaledError, JaxScalingSchemeError, ScalingSchemeError
+from ._guard import Unit, recorded_count, remember, unit
 from ._leaves import MARK, named_leaves
 
-__all__ = ["apply_depth_scaling", "scaling_count", "Selected", "select_projections", "depth_scaled_class",
-           "scaled_product", "MARK"]
+__all__ = ["apply_depth_scaling", "scaling_count", "Selected", "select_projections", "scaled_product", "MARK"]
 
 
 
@@ -122,58 +118,50 @@ def _scaled(sel: Selected, factors: Tuple[float, ...], layer_axis: Optional[int]
     return new, rows
 
 
-class _Marks:
-    """Reading and writing the mark, per library."""
+def _legacy_count(model: Any, library: str) -> int:
+    """The count an earlier release's Linen mark records (a zero leaf in ``params``, or before
+    that an int32 ``pydepth`` collection); such marks are read, and dropped from a new scaling."""
+    if library != "flax-linen":
+        return 0
+    mark = dict(model["params"]).get(MARK)
+    if mark is not None:
+        return int(np.shape(mark)[0])
+    return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))
 
-    @staticmethod
-    def count(model: Any, library: str) -> int:
-        if library == "flax-linen":
-            mark = dict(model["params"]).get(MARK)
-            if mark is not None:
-                return int(np.shape(mark)[0])
-            return int(np.asarray(dict(model).get("pydepth", {}).get(MARK, 0)))  # the earlier int32 collection
-        if library == "flax-nnx":
-            mark = getattr(model, MARK, None)
-            return int(np.asarray(mark[...])) if mark is not None else 0
-        return len(model.history) if _wrapped(model) else 0
 
-    @staticmethod
-    def put(model: Any, library: str, count: int, record: DepthScalingRecord, history: Tuple[Any, ...]) -> Any:
-        if library == "flax-linen":
-            # zeros whose length is the count: a float leaf jax.grad takes, that optimizers and weight
-            # decay leave at zero, inside params so TrainState(params=...) and checkpoints carry it
-            rest = {k: v for k, v in dict(model).items() if k != "pydepth"}
-            return {**rest, "params": {**dict(model["params"]), MARK: jnp.zeros((count,), dtype=jnp.float32)}}
-        if library == "flax-nnx":
-            setattr(model, MARK, _nnx_mark()(jnp.asarray(count, dtype=jnp.int32)))
-            return model
-        return depth_scaled_class()(model, (*history, record))
+def _without_legacy(model: Any, library: str) -> Any:
+    if library != "flax-linen":
+        return model
+    rest = {k: v for k, v in dict(model).items() if k != "pydepth"}
+    return {**rest, "params": {k: v for k, v in dict(model["params"]).items() if k != MARK}}
+
+
+def _count(model: Any, library: str, leaves: List[Tuple[str, Any]]) -> int:
+    return max(_legacy_count(model, library), recorded_count(library, dict(leaves)))
 
 
 def scaling_count(model: Any) -> int:
-    """How many depth scalings the model's mark records (0 for an unmarked model)."""
-    library, _, _ = named_leaves(model.inner if _wrapped(model) else model)
-    return _Marks.count(model, library)
+    """How many depth scalings the model's weights carry (0 for weights never scaled in this
+    process): see :mod:`pydepth.jax._guard`."""
+    library, leaves, _ = named_leaves(model)
+    return _count(model, library, leaves)
 
 
 def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme = "1/sqrt(L)",
                         depth: Optional[int] = None, layer_axis: Optional[int] = None,
                         force: bool = False) -> Tuple[Any, DepthScalingRecord]:
     """Multiplies the residual output projections ``patterns`` select by their layer's factor
-    under ``scheme`` and returns ``(model, record)``: new Linen variables (with the mark in
-    ``params``), the same NNX module updated in place, or a new Equinox module
-    wrapped in ``DepthScaledModule`` (:func:`depth_scaled_class`). ``layer_axis`` is the layer axis of
-    stacked tensors (e.g.
-    ``param_scan_axis`` of a Linen ``nn.scan``). Every factor is checked before any value
-    changes; a marked model is refused (:class:`pydepth.JaxAlreadyScaledError`) unless
-    ``force=True``."""
+    under ``scheme`` and returns ``(model, record)``: new Linen variables, the same NNX module
+    updated in place, a new Equinox module of the same type, or new :class:`pydepth.jax.PlainParams`
+    — each with the same tree as before. ``layer_axis`` is the layer axis of stacked tensors
+    (e.g. ``param_scan_axis`` of a Linen ``nn.scan``). Every factor is checked before any value
+    changes; weights that carry an earlier scaling (:func:`scaling_count`) are refused
+    (:class:`pydepth.JaxAlreadyScaledError`) unless ``force=True``."""
     if not isinstance(force, bool):
         raise ArgumentTypeError(f"force must be a bool, got {force!r}")
     name, _ = jax_factors(scheme, None)
-    history: Tuple[Any, ...] = model.history if _wrapped(model) else ()
-    inner = model.inner if _wrapped(model) else model
-    library, leaves, rebuild = named_leaves(inner)
-    count = _Marks.count(model, library)
+    library, leaves, rebuild = named_leaves(model)
+    count = _count(model, library, leaves)
     if count and not force:
         raise JaxAlreadyScaledError(f"this {library} model was already depth-scaled {count} time(s); scaling "
                                     "again multiplies the factors — pass force=True if that is what you want")
@@ -181,57 +169,13 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
     _, factors = jax_factors(scheme, found_depth)
     new: Dict[str, Any] = {}
     rows: List[ScaledTensor] = []
+    units: List[Unit] = []
     for sel in chosen:
         new[sel.name], scaled_rows = _scaled(sel, factors, layer_axis)
         rows.extend(scaled_rows)
+        axis = None if sel.layer is not None else layer_axis  # a stacked tensor: one unit per layer slice
+        units += [unit(sel.name, new[sel.name], axis, None if axis is None else r.layer, r.factor) for r in scaled_rows]
     record = DepthScalingRecord(library, name, found_depth, tuple(rows), forced=bool(count))
-    return _Marks.put(rebuild(new), library, count + 1, record, history), record
-
-
-def _nnx_mark() -> type:
-    from flax import nnx
-    global _NNX_MARK
-    if _NNX_MARK is None:
-        class DepthScalingMark(nnx.Variable):
-            """How many depth scalings were applied to this NNX module (travels with its state)."""
-        _NNX_MARK = DepthScalingMark
-    return _NNX_MARK
-
-
-_NNX_MARK: Optional[type] = None
-
-
-_WRAPPER: Optional[type] = None
-
-
-def _wrapped(model: Any) -> bool:
-    return "equinox" in sys.modules and isinstance(model, depth_scaled_class())
-
-
-def depth_scaled_class() -> type:
-    """The Equinox wrapper that marks a depth-scaled module (needs equinox)."""
-    global _WRAPPER
-    if _WRAPPER is None:
-        _WRAPPER = _equinox_wrapper()
-    return _WRAPPER
-
-
-def _equinox_wrapper() -> type:
-    import equinox as eqx
-
-    class DepthScaledModule(eqx.Module):
-        """An Equinox module after depth scaling: calls and attribute reads go to ``inner``;
-        ``history`` holds the records of the scalings applied."""
-
-        inner: Any
-        history: Tuple[Any, ...] = eqx.field(static=True)
-
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            return self.inner(*args, **kwargs)
-
-        def __getattr__(self, attr: str) -> Any:
-            if attr.startswith("__"):
-                raise AttributeError(attr)
-            return getattr(object.__getattribute__(self, "inner"), attr)
-
-    return DepthScaledModule
+    scaled = _without_legacy(rebuild(new), library)
+    remember(library, count + 1, units)
+    return scaled, record
