@@ -14,10 +14,9 @@ from ._native._rng import SplitMix64
 from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
-from ._branch import branch_tuple
-from ._checks import plain_array
+from ._checks import branch_tuple, plain_array
 from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
-                     GraphReleasedError, ParameterLayoutError, ParameterNameError, StateDictError,
+                     GraphReleasedError, ParameterLayoutError, ParameterNameError, ParametrizationError, StateDictError,
                      TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
@@ -540,7 +539,7 @@ class DecoderModel:
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not isinstance(rng, SplitMix64):
             raise ArgumentTypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
-        branch = branch_tuple(config.layers, branch_multipliers)
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         _check_allocatable(config)
         layout = config.parameter_layout()
         try:
@@ -561,7 +560,7 @@ class DecoderModel:
         ``branch_multipliers`` as in the constructor."""
         if not isinstance(config, DecoderConfig):
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
-        branch = branch_tuple(config.layers, branch_multipliers)
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         validate_parameter_layout(config, parameters)
         self = cls.__new__(cls)
         self._setup(config, list(parameters), branch)
@@ -644,7 +643,7 @@ class DecoderModel:
         config's layout; nothing is drawn. ``branch_multipliers`` as in the constructor."""
         if not isinstance(config, DecoderConfig):
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
-        branch = branch_tuple(config.layers, branch_multipliers)
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         arrays, _, _ = _checked_state(config, state, True)
         return cls.from_parameters(config, [NamedParameter(n, arrays[n]) for n, _ in config.parameter_layout()],
                                    branch_multipliers=branch)

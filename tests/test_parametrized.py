@@ -20,7 +20,7 @@ from pydepth import (
     initialize_depth_scaled,
 )
 from pydepth.parametrizations import PARAMETRIZATIONS, get_parametrization, parameter_group
-from pydepth.parametrized import build_parametrized
+from pydepth.parametrizations import build_parametrized
 
 DEPTHS = (2, 6)
 

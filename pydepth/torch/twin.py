@@ -30,10 +30,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._branch import branch_tuple
+from .._checks import branch_tuple
 from ..batch import Batch
 from ..config import DecoderConfig
-from ..errors import ParameterLayoutError
+from ..errors import ParameterLayoutError, ParametrizationError
 from ..model import DecoderModel, NamedParameter, _check_ids, _targets_array, _tokens_array
 
 __all__ = ["PydepthTwin", "TwinOutput", "to_torch", "from_torch", "rope_tables"]
@@ -190,7 +190,7 @@ class PydepthTwin(nn.Module):
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         self.config = config
-        branch = branch_tuple(config.layers, branch_multipliers) or (1.0,) * config.layers
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError) or (1.0,) * config.layers
         self.token_embedding = _Embedding(config.vocabulary_size, config.model_width, dtype)
         self.blocks = nn.ModuleList(_Block(config, dtype, mu) for mu in branch)
         self.final_norm = _RMSNorm(config.model_width, config.rms_epsilon, dtype)

@@ -15,15 +15,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
 
-from ._checks import as_u64
-from ._native._bits import float_bits
-from ._native._rng import SplitMix64
-from .config import DecoderConfig
-from .depth_init import DepthInitializationBudget
-from .errors import ArgumentTypeError, GeneratorStateError
-from .model import DecoderModel, NamedParameter
-from .optim import AdamW
-from .parametrizations import GROUPS, DepthParametrization, get_parametrization, parameter_group
+from .._checks import as_u64
+from .._native._bits import float_bits
+from .._native._rng import SplitMix64
+from ..config import DecoderConfig
+from ..depth_init import DepthInitializationBudget
+from ..errors import ArgumentTypeError, GeneratorStateError
+from ..model import DecoderModel, NamedParameter
+from ..optim import AdamW
+from .table import GROUPS, DepthParametrization, get_parametrization, parameter_group
 
 __all__ = [
     "ParametrizationRecord",

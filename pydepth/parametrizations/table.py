@@ -18,8 +18,8 @@ from types import MappingProxyType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Tuple
 
-from .depth_init import DepthScalePolicy
-from .errors import ArgumentTypeError, ParametrizationError
+from ..depth_init import DepthScalePolicy
+from ..errors import ArgumentTypeError, ParametrizationError
 
 __all__ = [
     "GROUPS",
