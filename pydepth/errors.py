@@ -274,6 +274,12 @@ class ReportInputError(PydepthError, ValueError):
     holding a file that is not what its name says."""
 
 
+class ParametrizationError(PydepthError, ValueError):
+    """A depth parametrization name, parameter group or block index is not in the table of
+    ``pydepth.parametrizations``, or a branch multiplier is not positive and finite; the message
+    names the bad value and what is allowed."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]
 
 
