@@ -195,9 +195,9 @@ class StepCapture:
         if g == 0.0 or not np.isfinite(g):
             raise MissingAdjointError(f"the gradient reaching the model's loss is {g!r}: no adjoint can be unscaled")
         unscale = factor / g  # exact when both are powers of two, one rounding otherwise
-        adjoints = tuple(self._grads[i].detach().to(torch.float64) * unscale for i in range(len(self._sites)))
+        adjoints = tuple(self._grads[i].detach() for i in range(len(self._sites)))  # unscaled in the sums
         probe = SiteProbe(layout, tuple(s.detach() for s in self._sites), adjoints, valid,
-                          self._capture.branches if self._capture else {})
+                          self._capture.branches if self._capture else {}, adjoint_scale=unscale)
         record = ObservationRecord(IN_STEP, "micro-batch", "local", self._autocast,
                                    str(self._sites[0].dtype).replace("torch.", ""), g, factor)
         return report_from_probe(probe, band), record
