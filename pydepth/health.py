@@ -34,7 +34,7 @@ from .model import DecoderModel, ForwardRecord, GraphValue
 __all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
            "BranchHealthRow", "DepthHealthReport", "observe_residual_health",
            "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "valid_feature_rms_many",
-           "site_label", "site_table"]
+           "SquareSums", "square_sums", "site_label", "site_table"]
 
 #: A band argument: ``None`` for the chapter's :data:`HEALTH_BAND`, else ``(low, high)``.
 BandLike = Optional[Sequence[float]]
@@ -119,6 +119,42 @@ def valid_feature_rms_many(values: Sequence[Any], valid: Any, *, what: Sequence[
     1.0 leaves it unchanged). float32 and float64 arrays are read in place: the sums of squares
     run in the core, several arrays side by side, each still one sequential sum; an array with a
     value whose square could overflow or underflow (or a non-finite one) takes the scaled path."""
+    sums = square_sums(values, valid, what=what, scale=scale)
+    out = []
+    for i, total in enumerate(sums.sums):
+        if total is None:  # out of range, non-finite or featureless: the checked float64 path decides or refuses
+            out.append(_scaled_rms(sums.scaled(i), sums.mask, sums.names[i]))
+        else:
+            out.append(math.sqrt(total / float(sums.counts[i])))
+    return out
+
+
+@dataclass(frozen=True)
+class SquareSums:
+    """The sums of squares behind :func:`valid_feature_rms_many`: per array the sequential sum of
+    ``(x * scale)**2`` over the valid positions' features (``None`` when a value is non-finite
+    or its square could overflow or underflow: the scaled path decides) and the count of values;
+    ``rows`` are the arrays as ``[positions, features]``, read in place."""
+
+    mask: np.ndarray
+    names: List[str]
+    rows: List[np.ndarray]
+    counts: List[int]
+    sums: List[Optional[float]]
+    scale: float
+
+    def scaled(self, i: int) -> np.ndarray:
+        """Array ``i`` as float64 rows times the scale (an overflow becomes infinity)."""
+        rows = self.rows[i].astype(np.float64)
+        if self.scale != 1.0:
+            with np.errstate(over="ignore", under="ignore"):  # an overflow is refused as non-finite later
+                rows = rows * self.scale
+        return rows
+
+
+def square_sums(values: Sequence[Any], valid: Any, *, what: Sequence[str], scale: float = 1.0) -> SquareSums:
+    """Checks ``values`` and ``valid`` as :func:`valid_feature_rms` does and sums each array's
+    squares in the core (see :class:`SquareSums`)."""
     names = list(what)
     if len(names) != len(values):
         raise InvalidGeometryError(f"{len(values)} arrays and {len(names)} names")
@@ -136,22 +172,13 @@ def valid_feature_rms_many(values: Sequence[Any], valid: Any, *, what: Sequence[
         group = [i for i, a in enumerate(arrays) if a.shape[1] == features]
         n = kept * features
         if n == 0:
-            continue  # refused below, in order, with the name
+            continue  # refused by the scaled path, in order, with the name
         limit = float(math.sqrt(_DBL_MAX / n))
         sums = _health.sums_of_squares([arrays[i] for i in group], [scale] * len(group), flat_mask, limit)
         for i, (total, in_range) in zip(group, sums):
             if in_range:
-                results[i] = math.sqrt((total + 0.0) / float(n))
-    out = []
-    for i, (arr, r) in enumerate(zip(arrays, results)):
-        if r is None:  # out of range, non-finite or featureless: the checked float64 path decides or refuses
-            rows = arr.astype(np.float64)
-            if scale != 1.0:
-                with np.errstate(over="ignore", under="ignore"):  # an overflow is refused as non-finite below
-                    rows = rows * scale
-            r = _scaled_rms(rows, mask, names[i])
-        out.append(r)
-    return out
+                results[i] = total + 0.0
+    return SquareSums(mask, names, arrays, [kept * a.shape[1] for a in arrays], results, float(scale))
 
 
 def _values(values: Any, what: str) -> np.ndarray:

@@ -167,6 +167,21 @@ def test_in_step_refuses_a_held_batch_and_unknown_modes():
         HealthMonitor(model, mode="sideways")
 
 
+def test_processes_is_checked_and_all_reduce_needs_in_step_and_a_process_group():
+    model = tiny_llama64()
+    with pytest.raises(MonitorSettingError, match=r"processes must be one of .* got 'everyone'"):
+        HealthMonitor(model, mode="in-step", processes="everyone")
+    with pytest.raises(MonitorSettingError, match="use mode='in-step'"):
+        HealthMonitor(model, processes="all-reduce")
+    monitor = HealthMonitor(model, every=1, mode="in-step", processes="all-reduce")
+    assert monitor.begin_step()
+    ids = micro_batches(1)[0]
+    model(input_ids=ids, labels=ids).loss.backward()
+    with pytest.raises(MonitorSettingError, match=r"initialized torch\.distributed default group"):
+        monitor.step()
+    assert hooks_on(model) == 0 and monitor.last_report is None
+
+
 def _contract_rms(values, valid, scale=1.0):
     """numerics.md §9 written out independently: widen to float64 (times ``scale``, one rounding),
     keep the valid positions, one left-to-right sum of squares from +0.0, then sqrt(sum / n)."""

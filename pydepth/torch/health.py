@@ -24,11 +24,13 @@ from torch import nn
 from ..batch import Batch
 from ..errors import (ArchitectureError, EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
                       UnsupportedModuleError)
-from ..health import BranchHealthRow, DepthHealthReport, health_report_from_sites, valid_feature_rms_many
+from ..health import (BranchHealthRow, DepthHealthReport, health_report_from_rms, health_report_from_sites,
+                      valid_feature_rms_many)
 from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
 from .structural import forward_hint
 
-__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode", "report_from_probe", "unwrap_parallel"]
+__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode", "report_from_probe",
+           "report_from_values", "branch_arrays", "unwrap_parallel"]
 
 
 def _refuse_unobservable(module: nn.Module) -> None:
@@ -476,24 +478,43 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
     return report_from_probe(probe, band)
 
 
-def report_from_probe(probe: SiteProbe, band: Any = None) -> DepthHealthReport:
-    """The :class:`pydepth.DepthHealthReport` of one probe's sites, adjoints and branch outputs
-    (shared by the separate observation and the in-step one of the training callbacks)."""
-    layout, valid = probe.layout, probe.valid
+def _site_labels(layout: DecoderLayout) -> Optional[List[str]]:
     if layout.parallel_residual:
-        site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.parallel_residual.output"
-                                                        for b in range(layout.depth)]
-    else:
-        site_labels = None
-    names = [f"block {b} {what} output" for b in range(layout.depth) for what in ("attention", "feed-forward")]
-    outputs = valid_feature_rms_many([_host(probe.branches[(b, kind)]) for b in range(layout.depth) for kind in (0, 1)],
-                                     valid, what=names)
-    branches = tuple(
+        return ["input"] + [f"block.{b}.parallel_residual.output" for b in range(layout.depth)]
+    return None
+
+
+def branch_arrays(probe: SiteProbe) -> Tuple[List[np.ndarray], List[str]]:
+    """The branch outputs as host arrays (attention then feed-forward of each block) and their names."""
+    names = [f"block {b} {what} output" for b in range(probe.layout.depth) for what in ("attention", "feed-forward")]
+    return [_host(probe.branches[(b, kind)]) for b in range(probe.layout.depth) for kind in (0, 1)], names
+
+
+def _branch_rows(layout: DecoderLayout, outputs: Sequence[float]) -> Tuple[BranchHealthRow, ...]:
+    return tuple(
         BranchHealthRow(block=b, attention_output_rms=outputs[2 * b], feed_forward_output_rms=outputs[2 * b + 1],
                         attention_norm_gain=_gain(layout.attention_norms[b], layout.gain_offset),
                         feed_forward_norm_gain=_gain(layout.feed_forward_norms[b], layout.gain_offset))
         for b in range(layout.depth))
+
+
+def report_from_probe(probe: SiteProbe, band: Any = None) -> DepthHealthReport:
+    """The :class:`pydepth.DepthHealthReport` of one probe's sites, adjoints and branch outputs
+    (shared by the separate observation and the in-step one of the training callbacks)."""
+    layout, valid = probe.layout, probe.valid
+    arrays, names = branch_arrays(probe)
+    branches = _branch_rows(layout, valid_feature_rms_many(arrays, valid, what=names))
     return health_report_from_sites([_host(s) for s in probe.sites], [_host(g) for g in probe.adjoints],
-                                    valid, band=band, labels=site_labels, branches=branches,
+                                    valid, band=band, labels=_site_labels(layout), branches=branches,
                                     final_norm_gain=_gain(layout.final_norm, layout.gain_offset),
                                     adjoint_scale=probe.adjoint_scale)
+
+
+def report_from_values(probe: SiteProbe, activation_rms: Sequence[float], adjoint_rms: Sequence[float],
+                       branch_rms: Sequence[float], valid_positions: int, band: Any = None) -> DepthHealthReport:
+    """The report of RMS values computed elsewhere (e.g. over several processes) for ``probe``'s layout."""
+    layout = probe.layout
+    return health_report_from_rms(list(activation_rms), list(adjoint_rms), valid_positions=valid_positions,
+                                  width=int(probe.sites[0].shape[-1]), band=band, labels=_site_labels(layout),
+                                  branches=_branch_rows(layout, branch_rms),
+                                  final_norm_gain=_gain(layout.final_norm, layout.gain_offset))
