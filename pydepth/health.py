@@ -28,11 +28,13 @@ from ._checks import plain_array
 from ._fields import as_dict, quantity, table_cells, table_header
 from .errors import (ArgumentTypeError, EmptyValidityError, InvalidBandError, InvalidGeometryError,
                      InvalidNormalizerError, MissingAdjointError, ModelForwardMismatchError, NonFiniteValueError)
+from ._native import _health
 from .model import DecoderModel, ForwardRecord, GraphValue
 
 __all__ = ["HEALTH_BAND", "RatioBand", "check_band", "classify_ratio", "ResidualHealthRow",
            "BranchHealthRow", "DepthHealthReport", "observe_residual_health",
-           "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "site_label", "site_table"]
+           "health_report_from_sites", "health_report_from_rms", "valid_feature_rms", "valid_feature_rms_many",
+           "SquareSums", "square_sums", "site_label", "site_table"]
 
 #: A band argument: ``None`` for the chapter's :data:`HEALTH_BAND`, else ``(low, high)``.
 BandLike = Optional[Sequence[float]]
@@ -107,24 +109,107 @@ def valid_feature_rms(values: Any, valid: Any, *, what: str = "value") -> float:
     no square can overflow or underflow the result is the reference's ``sqrt(sum(x*x)/n)``
     summed sequentially in row-major order; otherwise the values are first divided by their
     largest magnitude."""
-    arr = plain_array(what, values, InvalidGeometryError, dtype=np.float64)
+    return valid_feature_rms_many([values], valid, what=[what])[0]
+
+
+def valid_feature_rms_many(values: Sequence[Any], valid: Any, *, what: Sequence[str],
+                           scale: float = 1.0) -> List[float]:
+    """:func:`valid_feature_rms` of each array of ``values`` (one validity mask for all), named
+    ``what[i]`` in errors; each value is first multiplied by ``scale`` in float64 (one rounding;
+    1.0 leaves it unchanged). float32 and float64 arrays are read in place: the sums of squares
+    run in the core, several arrays side by side, each still one sequential sum; an array with a
+    value whose square could overflow or underflow (or a non-finite one) takes the scaled path."""
+    sums = square_sums(values, valid, what=what, scale=scale)
+    out = []
+    for i, total in enumerate(sums.sums):
+        if total is None:  # out of range, non-finite or featureless: the checked float64 path decides or refuses
+            out.append(_scaled_rms(sums.scaled(i), sums.mask, sums.names[i]))
+        else:
+            out.append(math.sqrt(total / float(sums.counts[i])))
+    return out
+
+
+@dataclass(frozen=True)
+class SquareSums:
+    """The sums of squares behind :func:`valid_feature_rms_many`: per array the sequential sum of
+    ``(x * scale)**2`` over the valid positions' features (``None`` when a value is non-finite
+    or its square could overflow or underflow: the scaled path decides) and the count of values;
+    ``rows`` are the arrays as ``[positions, features]``, read in place."""
+
+    mask: np.ndarray
+    names: List[str]
+    rows: List[np.ndarray]
+    counts: List[int]
+    sums: List[Optional[float]]
+    scale: float
+
+    def scaled(self, i: int) -> np.ndarray:
+        """Array ``i`` as float64 rows times the scale (an overflow becomes infinity)."""
+        rows = self.rows[i].astype(np.float64)
+        if self.scale != 1.0:
+            with np.errstate(over="ignore", under="ignore"):  # an overflow is refused as non-finite later
+                rows = rows * self.scale
+        return rows
+
+
+def square_sums(values: Sequence[Any], valid: Any, *, what: Sequence[str], scale: float = 1.0) -> SquareSums:
+    """Checks ``values`` and ``valid`` as :func:`valid_feature_rms` does and sums each array's
+    squares in the core (see :class:`SquareSums`)."""
+    names = list(what)
+    if len(names) != len(values):
+        raise InvalidGeometryError(f"{len(values)} arrays and {len(names)} names")
     mask = plain_array("validity mask", valid, InvalidGeometryError)
+    wide = [_values(v, name) for v, name in zip(values, names)]
     if mask.dtype != np.bool_:
         raise InvalidGeometryError(f"validity mask must be boolean, got dtype {mask.dtype}")
+    arrays = [_feature_rows(arr, mask, name) for arr, name in zip(wide, names)]
+    if not mask.any():
+        raise EmptyValidityError(f"the validity mask {mask.shape} selects no position")
+    kept = int(mask.sum())
+    flat_mask = np.ascontiguousarray(mask.reshape(-1))
+    results: List[Optional[float]] = [None] * len(arrays)
+    for features in sorted({a.shape[1] for a in arrays}):
+        group = [i for i, a in enumerate(arrays) if a.shape[1] == features]
+        n = kept * features
+        if n == 0:
+            continue  # refused by the scaled path, in order, with the name
+        limit = float(math.sqrt(_DBL_MAX / n))
+        sums = _health.sums_of_squares([arrays[i] for i in group], [scale] * len(group), flat_mask, limit)
+        for i, (total, in_range) in zip(group, sums):
+            if in_range:
+                results[i] = total + 0.0
+    return SquareSums(mask, names, arrays, [kept * a.shape[1] for a in arrays], results, float(scale))
+
+
+def _values(values: Any, what: str) -> np.ndarray:
+    """float32 and float64 ndarrays as they are (read in place), anything else converted to
+    float64 exactly (masked arrays and ragged sequences refused)."""
+    if type(values) is np.ndarray and values.dtype in (np.float32, np.float64):
+        return values
+    return plain_array(what, values, InvalidGeometryError, dtype=np.float64)
+
+
+def _feature_rows(arr: np.ndarray, mask: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` as C-contiguous ``[positions, features]`` rows (no copy when it is contiguous)."""
     if arr.ndim < mask.ndim or arr.shape[:mask.ndim] != mask.shape:
         raise InvalidGeometryError(f"{what} has shape {arr.shape}; validity mask {mask.shape} "
                                    "must match its leading dimensions")
-    if not mask.any():
-        raise EmptyValidityError(f"the validity mask {mask.shape} selects no position")
-    rows = arr[mask]  # boolean selection: copies valid positions only, no arithmetic
+    return np.ascontiguousarray(arr.reshape(mask.size, -1) if arr.size else arr.reshape(mask.size, 0))
+
+
+def _scaled_rms(flat_rows: np.ndarray, mask: np.ndarray, what: str) -> float:
+    """The RMS of float64 rows ``[positions, features]`` in numpy: refuses non-finite values,
+    and divides by the largest magnitude first when a square could overflow or underflow."""
+    rows = flat_rows[mask.reshape(-1)]  # boolean selection: copies valid positions only, no arithmetic
     flat = rows.reshape(-1)
     n = flat.size
     hi, lo = (float(flat.max()), float(flat.min())) if n else (0.0, 0.0)  # NaN and infinity reach both
     if not (math.isfinite(hi) and math.isfinite(lo)):
         finite = np.isfinite(flat)
         where = np.argwhere(mask)[int(np.flatnonzero(~finite)[0]) // max(1, rows[0].size)]
+        bad = float(flat[~finite][0])
         raise NonFiniteValueError(
-            f"{what} holds non-finite value {flat[~finite][0]!r} at valid position {tuple(int(i) for i in where)}")
+            f"{what} holds non-finite value {bad!r} at valid position {tuple(int(i) for i in where)}")
     if n == 0:
         raise InvalidGeometryError(f"{what} has no features at the valid positions")
     largest = max(hi, -lo)
@@ -393,11 +478,13 @@ def health_report_from_rms(activation_rms: Sequence[float], adjoint_rms: Sequenc
 def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any], valid: Any = None, *,
                              band: BandLike = None, labels: Optional[Sequence[str]] = None,
                              branches: Sequence[BranchHealthRow] = (),
-                             final_norm_gain: Sequence[float] = ()) -> DepthHealthReport:
+                             final_norm_gain: Sequence[float] = (), adjoint_scale: float = 1.0) -> DepthHealthReport:
     """Builds a report from site activations and their completed adjoints (each ``[B, T, D]``
     array-like, site 0 the input residual) over the positions ``valid`` (bool ``[B, T]``; default
     every position) selects: the same RMS arithmetic and classification as
-    :func:`observe_residual_health`.
+    :func:`observe_residual_health`. Each adjoint value is multiplied by ``adjoint_scale`` in
+    float64 (one rounding) before its RMS: an observer reading adjoints of a scaled objective
+    passes the factor that unscales them instead of a scaled float64 copy.
 
     For observers that run their own forward and reverse pass (the PyTorch bridge); see
     :func:`health_report_from_rms` for ``labels``, ``branches`` and the errors."""
@@ -416,9 +503,10 @@ def health_report_from_sites(activations: Sequence[Any], adjoints: Sequence[Any]
             raise InvalidGeometryError(f"site {i} has shape {shape}; site 0 has {shapes[0]}")
         if np.shape(g) != shape:
             raise InvalidGeometryError(f"site {i} adjoint shape {np.shape(g)} differs from the site's {shape}")
-    activation_rms = [valid_feature_rms(a, mask, what=f"site {i}") for i, a in enumerate(acts)]
+    activation_rms = valid_feature_rms_many(acts, mask, what=[f"site {i}" for i in range(len(acts))])
     _positive_normalizer(activation_rms[0], _A0)
-    adjoint_rms = [valid_feature_rms(g, mask, what=f"adjoint of site {i}") for i, g in enumerate(grads)]
+    adjoint_rms = valid_feature_rms_many(grads, mask, what=[f"adjoint of site {i}" for i in range(len(grads))],
+                                         scale=adjoint_scale)
     return health_report_from_rms(activation_rms, adjoint_rms, valid_positions=int(mask.sum()),
                                   width=int(shapes[0][-1]), band=band,
                                   labels=labels, branches=branches, final_norm_gain=final_norm_gain)

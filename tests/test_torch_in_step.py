@@ -3,6 +3,9 @@
 backward equals a separate observation of the same batch with the same weights — in a plain
 loop, with gradient accumulation, with a GradScaler-like loss scale and with a loss summed over
 ``num_items_in_batch`` — and the hooks live for one training forward only."""
+import math
+
+import numpy as np
 import pytest
 
 from conftest import need_extra
@@ -162,3 +165,72 @@ def test_in_step_refuses_a_held_batch_and_unknown_modes():
         HealthMonitor(model, batch={"input_ids": micro_batches(1)[0]}, mode="in-step")
     with pytest.raises(MonitorSettingError, match="mode must be one of"):
         HealthMonitor(model, mode="sideways")
+
+
+def test_processes_is_checked_and_all_reduce_needs_in_step_and_a_process_group():
+    model = tiny_llama64()
+    with pytest.raises(MonitorSettingError, match=r"processes must be one of .* got 'everyone'"):
+        HealthMonitor(model, mode="in-step", processes="everyone")
+    with pytest.raises(MonitorSettingError, match="use mode='in-step'"):
+        HealthMonitor(model, processes="all-reduce")
+    monitor = HealthMonitor(model, every=1, mode="in-step", processes="all-reduce")
+    assert monitor.begin_step()
+    ids = micro_batches(1)[0]
+    model(input_ids=ids, labels=ids).loss.backward()
+    with pytest.raises(MonitorSettingError, match=r"initialized torch\.distributed default group"):
+        monitor.step()
+    assert hooks_on(model) == 0 and monitor.last_report is None
+
+
+def _contract_rms(values, valid, scale=1.0):
+    """numerics.md §9 written out independently: widen to float64 (times ``scale``, one rounding),
+    keep the valid positions, one left-to-right sum of squares from +0.0, then sqrt(sum / n)."""
+    x = values.detach().to(torch.float64).numpy()[valid].reshape(-1)
+    if scale != 1.0:
+        x = x * scale
+    total = 0.0 + float(np.add.accumulate(x * x)[-1])
+    return math.sqrt(total / float(x.size))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_step_rms_bits_equal_the_contracts_float64_sequential_sums_under_an_odd_divisor(dtype):
+    model = tiny_llama64().to(dtype)
+    layers = model.model.layers
+    sites, grads, branches = {}, {}, {}
+
+    def keep(site, t):
+        sites[site] = t
+        t.register_hook(lambda g: grads.__setitem__(site, g))
+
+    hooks = [layers[0].register_forward_pre_hook(lambda m, a, k: keep(0, k.get("hidden_states", a[0] if a else None)),
+                                                 with_kwargs=True)]
+    for b, layer in enumerate(layers):
+        hooks.append(layer.post_attention_layernorm.register_forward_pre_hook(
+            lambda m, a, s=2 * b + 1: keep(s, a[0])))
+        hooks.append(layer.register_forward_hook(lambda m, a, out, s=2 * b + 2: keep(s, out[0] if isinstance(
+            out, tuple) else out)))
+        hooks.append(layer.self_attn.register_forward_hook(
+            lambda m, a, out, b=b: branches.__setitem__((b, 0), out[0].detach().clone())))
+        hooks.append(layer.mlp.register_forward_hook(lambda m, a, out, b=b: branches.__setitem__((b, 1), out.detach())))
+    monitor = HealthMonitor(model, every=1, mode="in-step")
+    ids = micro_batches(1, rows=3, tokens=11)[0]
+    assert monitor.begin_step()
+    loss = model(input_ids=ids, labels=ids).loss
+    seen = []
+    loss.register_hook(seen.append)
+    (loss / 3).backward()  # the loss gradient is 1/3 rounded in the loss's dtype: the unscale rounds
+    for h in hooks:
+        h.remove()
+    monitor.step()
+    report, record = monitor.last_report, monitor.last_record
+    valid = np.ones(tuple(ids.shape), dtype=bool)
+    valid[:, -1] = False  # Hugging Face's shift: the last position predicts nothing
+    unscale = 1.0 / float(seen[0].to(torch.float64))
+    assert record.loss_gradient == float(seen[0]) and unscale != 3.0
+    got = [(r.activation_rms, r.adjoint_rms) for r in report.sites]
+    want = [(_contract_rms(sites[s], valid), _contract_rms(grads[s], valid, unscale)) for s in range(len(sites))]
+    assert np.array(got).view(np.uint64).tolist() == np.array(want).view(np.uint64).tolist()
+    got_b = [(r.attention_output_rms, r.feed_forward_output_rms) for r in report.branches]
+    want_b = [(_contract_rms(branches[(b, 0)], valid), _contract_rms(branches[(b, 1)], valid))
+              for b in range(len(layers))]
+    assert np.array(got_b).view(np.uint64).tolist() == np.array(want_b).view(np.uint64).tolist()

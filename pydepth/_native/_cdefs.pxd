@@ -150,3 +150,15 @@ cdef extern from "optim/pd_adamw.h":
 cdef extern from "pd_grad.h":
     void pd_grad_zero(pd_param *p) nogil
     void pd_grad_set(pd_param *p, const double *src) nogil
+
+cdef extern from "pd_rms.h":
+    ctypedef struct pd_rms_array:
+        const void *data
+        int dtype
+        double scale
+        double sum
+        int in_range
+    int PD_RMS_FLOAT32
+    int PD_RMS_FLOAT64
+    void pd_rms_sums(pd_rms_array *arrays, size_t count, const unsigned char *valid, size_t positions,
+                     size_t features, double limit) nogil

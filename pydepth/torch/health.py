@@ -24,11 +24,13 @@ from torch import nn
 from ..batch import Batch
 from ..errors import (ArchitectureError, EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
                       UnsupportedModuleError)
-from ..health import BranchHealthRow, DepthHealthReport, health_report_from_sites, valid_feature_rms
+from ..health import (BranchHealthRow, DepthHealthReport, health_report_from_rms, health_report_from_sites,
+                      valid_feature_rms_many)
 from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
 from .structural import forward_hint
 
-__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode", "report_from_probe", "unwrap_parallel"]
+__all__ = ["observe_residual_health", "probe_sites", "SiteProbe", "probe_mode", "report_from_probe",
+           "report_from_values", "branch_arrays", "unwrap_parallel"]
 
 
 def _refuse_unobservable(module: nn.Module) -> None:
@@ -148,8 +150,13 @@ class _Capture:
         self.handles = []
 
 
-def _numpy64(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to(torch.float64).cpu().numpy()
+def _host(t: torch.Tensor) -> np.ndarray:
+    """The tensor's values as a float32 or float64 array on the host, read in place when they
+    are already there (float16 and bfloat16 widen to float32 exactly)."""
+    t = t.detach()
+    if t.dtype not in (torch.float32, torch.float64):
+        t = t.to(torch.float32 if t.is_floating_point() and t.element_size() < 4 else torch.float64)
+    return t.cpu().contiguous().numpy()
 
 
 def _gain(norm: Optional[nn.Module], offset: float) -> Tuple[float, ...]:
@@ -388,13 +395,15 @@ def _check_residual_sums(layout: DecoderLayout, sites: Sequence[torch.Tensor],
 @dataclass(frozen=True)
 class SiteProbe:
     """One probe's raw material: the layout, each site's activation and total adjoint
-    (detached tensors, site order), the observed positions and the branch outputs."""
+    (detached tensors, site order), the observed positions, the branch outputs and the factor
+    that brings the adjoints to those of the mean loss (1.0 when they already are)."""
 
     layout: DecoderLayout
     sites: Tuple[torch.Tensor, ...]
     adjoints: Tuple[torch.Tensor, ...]
     valid: np.ndarray
     branches: Dict[Tuple[int, int], torch.Tensor]
+    adjoint_scale: float = 1.0  # multiplies each adjoint value in float64 before its RMS
 
 
 def unwrap_parallel(module: nn.Module) -> nn.Module:
@@ -469,24 +478,43 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
     return report_from_probe(probe, band)
 
 
+def _site_labels(layout: DecoderLayout) -> Optional[List[str]]:
+    if layout.parallel_residual:
+        return ["input"] + [f"block.{b}.parallel_residual.output" for b in range(layout.depth)]
+    return None
+
+
+def branch_arrays(probe: SiteProbe) -> Tuple[List[np.ndarray], List[str]]:
+    """The branch outputs as host arrays (attention then feed-forward of each block) and their names."""
+    names = [f"block {b} {what} output" for b in range(probe.layout.depth) for what in ("attention", "feed-forward")]
+    return [_host(probe.branches[(b, kind)]) for b in range(probe.layout.depth) for kind in (0, 1)], names
+
+
+def _branch_rows(layout: DecoderLayout, outputs: Sequence[float]) -> Tuple[BranchHealthRow, ...]:
+    return tuple(
+        BranchHealthRow(block=b, attention_output_rms=outputs[2 * b], feed_forward_output_rms=outputs[2 * b + 1],
+                        attention_norm_gain=_gain(layout.attention_norms[b], layout.gain_offset),
+                        feed_forward_norm_gain=_gain(layout.feed_forward_norms[b], layout.gain_offset))
+        for b in range(layout.depth))
+
+
 def report_from_probe(probe: SiteProbe, band: Any = None) -> DepthHealthReport:
     """The :class:`pydepth.DepthHealthReport` of one probe's sites, adjoints and branch outputs
     (shared by the separate observation and the in-step one of the training callbacks)."""
     layout, valid = probe.layout, probe.valid
-    if layout.parallel_residual:
-        site_labels: Optional[List[str]] = ["input"] + [f"block.{b}.parallel_residual.output"
-                                                        for b in range(layout.depth)]
-    else:
-        site_labels = None
-    branches = tuple(
-        BranchHealthRow(block=b,
-                        attention_output_rms=valid_feature_rms(_numpy64(probe.branches[(b, 0)]), valid,
-                                                               what=f"block {b} attention output"),
-                        feed_forward_output_rms=valid_feature_rms(_numpy64(probe.branches[(b, 1)]), valid,
-                                                                  what=f"block {b} feed-forward output"),
-                        attention_norm_gain=_gain(layout.attention_norms[b], layout.gain_offset),
-                        feed_forward_norm_gain=_gain(layout.feed_forward_norms[b], layout.gain_offset))
-        for b in range(layout.depth))
-    return health_report_from_sites([_numpy64(s) for s in probe.sites], [_numpy64(g) for g in probe.adjoints],
-                                    valid, band=band, labels=site_labels, branches=branches,
-                                    final_norm_gain=_gain(layout.final_norm, layout.gain_offset))
+    arrays, names = branch_arrays(probe)
+    branches = _branch_rows(layout, valid_feature_rms_many(arrays, valid, what=names))
+    return health_report_from_sites([_host(s) for s in probe.sites], [_host(g) for g in probe.adjoints],
+                                    valid, band=band, labels=_site_labels(layout), branches=branches,
+                                    final_norm_gain=_gain(layout.final_norm, layout.gain_offset),
+                                    adjoint_scale=probe.adjoint_scale)
+
+
+def report_from_values(probe: SiteProbe, activation_rms: Sequence[float], adjoint_rms: Sequence[float],
+                       branch_rms: Sequence[float], valid_positions: int, band: Any = None) -> DepthHealthReport:
+    """The report of RMS values computed elsewhere (e.g. over several processes) for ``probe``'s layout."""
+    layout = probe.layout
+    return health_report_from_rms(list(activation_rms), list(adjoint_rms), valid_positions=valid_positions,
+                                  width=int(probe.sites[0].shape[-1]), band=band, labels=_site_labels(layout),
+                                  branches=_branch_rows(layout, branch_rms),
+                                  final_norm_gain=_gain(layout.final_norm, layout.gain_offset))

@@ -15,6 +15,7 @@ from .in_step import check_observable
 from .inputs import ObservedBatch, detached, observed_batch
 from .monitor import STEP, HealthMonitor
 from .oneshot import OneForward
+from .reduce import LOCAL
 from .record import IN_STEP, SEPARATE
 from .unwrap import unwrap_model
 
@@ -66,10 +67,10 @@ class HealthTrainerCallback(_TrainerCallback):
                  band: Optional[Sequence[float]] = None,
                  architecture: Union[str, ArchitectureSpec, None] = None, prefix: Optional[str] = None,
                  per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE,
-                 model: Optional[nn.Module] = None) -> None:
+                 model: Optional[nn.Module] = None, processes: str = LOCAL) -> None:
         self.monitor = HealthMonitor(nn.Module(), every, batch, sinks=sinks, band=band,
                                      architecture=architecture, prefix=prefix, per_site=per_site,
-                                     rank_zero_only=rank_zero_only, mode=mode)
+                                     rank_zero_only=rank_zero_only, mode=mode, processes=processes)
         if model is not None:
             check_observable(model, architecture)
             self.monitor.model = model

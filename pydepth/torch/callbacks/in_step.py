@@ -26,6 +26,7 @@ from ..health import (SiteProbe, _accepts, _Capture, _check_residual_sums, _loss
                       probe_sites, report_from_probe)
 from .oneshot import OneForward
 from .record import IN_STEP, ObservationRecord, autocast_dtype
+from .reduce import LOCAL, allreduced_report, check_processes, require_group, share_failure
 from .unwrap import unwrap_model
 
 __all__ = ["StepCapture", "check_observable"]
@@ -62,10 +63,13 @@ class StepCapture:
 
     :meth:`arm` before the step's first forward; the next training-mode forward of the model is
     captured (evaluation calls are skipped) and every hook on the model is gone when it returns or
-    raises; :meth:`report` after the backward."""
+    raises; :meth:`report` after the backward. ``processes`` (a key of
+    :data:`pydepth.torch.callbacks.reduce.PROCESSES`, default ``"local"``) says whose micro-batches
+    the values cover; with ``"all-reduce"`` every process must call :meth:`report` for the step."""
 
-    def __init__(self, architecture: Union[str, ArchitectureSpec, None] = None) -> None:
+    def __init__(self, architecture: Union[str, ArchitectureSpec, None] = None, processes: str = LOCAL) -> None:
         self.architecture = architecture
+        self.processes = check_processes(processes)
         self._hooks = OneForward()
         self._layout: Optional[Tuple[nn.Module, DecoderLayout]] = None
         self._checked: Optional[nn.Module] = None
@@ -173,6 +177,19 @@ class StepCapture:
             self.disarm()
 
     def _report(self, band: Any) -> Tuple[DepthHealthReport, ObservationRecord]:
+        if self.processes == LOCAL:
+            probe, record = self._probe()
+            return report_from_probe(probe, band), record
+        require_group()
+        try:
+            probe, record = self._probe()
+        except PydepthError as err:
+            share_failure(err, 0)  # the other processes learn of it instead of waiting; raises err
+            raise
+        return allreduced_report(probe, band), record
+
+    def _probe(self) -> Tuple[SiteProbe, ObservationRecord]:
+        """The captured micro-batch's probe and its record, or the reason there is none."""
         if self._error is not None:
             raise self._error
         if self._call is None or self._layout is None:
@@ -195,9 +212,9 @@ class StepCapture:
         if g == 0.0 or not np.isfinite(g):
             raise MissingAdjointError(f"the gradient reaching the model's loss is {g!r}: no adjoint can be unscaled")
         unscale = factor / g  # exact when both are powers of two, one rounding otherwise
-        adjoints = tuple(self._grads[i].detach().to(torch.float64) * unscale for i in range(len(self._sites)))
+        adjoints = tuple(self._grads[i].detach() for i in range(len(self._sites)))  # unscaled in the sums
         probe = SiteProbe(layout, tuple(s.detach() for s in self._sites), adjoints, valid,
-                          self._capture.branches if self._capture else {})
-        record = ObservationRecord(IN_STEP, "micro-batch", "local", self._autocast,
+                          self._capture.branches if self._capture else {}, adjoint_scale=unscale)
+        record = ObservationRecord(IN_STEP, "micro-batch", self.processes, self._autocast,
                                    str(self._sites[0].dtype).replace("torch.", ""), g, factor)
-        return report_from_probe(probe, band), record
+        return probe, record

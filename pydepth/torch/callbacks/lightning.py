@@ -10,6 +10,7 @@ from ...errors import ArgumentTypeError, TorchDependencyError
 from ..architectures import ArchitectureSpec
 from .in_step import check_observable
 from .monitor import STEP, HealthMonitor
+from .reduce import LOCAL
 from .record import SEPARATE
 
 try:
@@ -61,13 +62,14 @@ class HealthLightningCallback(_Callback):
                  inputs: Optional[Callable[[Any], Any]] = None, sinks: Any = None,
                  log_to_trainer: bool = True, band: Optional[Sequence[float]] = None,
                  architecture: Union[str, ArchitectureSpec, None] = None, prefix: Optional[str] = None,
-                 per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE) -> None:
+                 per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE,
+                 processes: str = LOCAL) -> None:
         super().__init__()
         if inputs is not None and not callable(inputs):
             raise ArgumentTypeError(f"inputs must be a function of the batch, got {type(inputs).__name__}")
         self.monitor = HealthMonitor(nn.Module(), every, batch, sinks=sinks, band=band,
                                      architecture=architecture, prefix=prefix, per_site=per_site,
-                                     rank_zero_only=rank_zero_only, mode=mode)
+                                     rank_zero_only=rank_zero_only, mode=mode, processes=processes)
         self.module = module
         self.inputs = inputs
         self.log_to_trainer = bool(log_to_trainer)

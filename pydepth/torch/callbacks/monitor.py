@@ -25,6 +25,7 @@ from .inputs import ObservedBatch, detached, observed_batch
 from ...monitoring.metrics import health_metrics
 from ...monitoring.sinks import as_sinks
 from .record import IN_STEP, MODES, SEPARATE, ObservationRecord, outside_autocast
+from .reduce import LOCAL, check_processes
 from .unwrap import unwrap_model
 
 __all__ = ["HealthMonitor", "global_rank"]
@@ -65,9 +66,11 @@ class HealthMonitor:
 
     ``mode`` is ``"separate"`` (an extra pass after the step, on the held or the step's batch) or
     ``"in-step"`` (the step's own forward and backward, ``batch="step"`` only); :attr:`last_record`
-    says how each observation was made. In a plain loop call :meth:`step` once per optimizer step,
-    after ``optimizer.step()`` (in mode ``"in-step"`` also :meth:`begin_step` before the step's
-    first forward)::
+    says how each observation was made. ``processes`` (in-step only) is ``"local"`` (default: this
+    process's micro-batch, no collective) or ``"all-reduce"`` (every process's micro-batch, its
+    sums of squares all-reduced; every process observes, rank 0 logs unless ``rank_zero_only=False``).
+    In a plain loop call :meth:`step` once per optimizer step, after ``optimizer.step()`` (in mode
+    ``"in-step"`` also :meth:`begin_step` before the step's first forward)::
 
         monitor = HealthMonitor(model, every=50, batch=held, sinks=[TensorBoardSink(writer)])
         for batch in loader:
@@ -78,11 +81,15 @@ class HealthMonitor:
     def __init__(self, model: nn.Module, every: int = 100, batch: Any = STEP, *, sinks: Any = None,
                  band: Optional[Sequence[float]] = None,
                  architecture: Union[str, ArchitectureSpec, None] = None, prefix: Optional[str] = None,
-                 per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE) -> None:
+                 per_site: bool = True, rank_zero_only: bool = True, mode: str = SEPARATE,
+                 processes: str = LOCAL) -> None:
         if not isinstance(model, nn.Module):
             raise ArgumentTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if mode not in MODES:
             raise MonitorSettingError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+        if check_processes(processes) != LOCAL and mode != IN_STEP:
+            raise MonitorSettingError(f"processes={processes!r} combines the processes' micro-batches of an in-step "
+                                      "observation: use mode='in-step', or observe a held batch in mode 'separate'")
         if mode == IN_STEP and not _is_step(batch):
             raise MonitorSettingError("mode 'in-step' reads the training step's own batch: pass batch='step', "
                                       "or use mode 'separate' for a held batch")
@@ -93,7 +100,8 @@ class HealthMonitor:
         self.sinks = as_sinks(sinks)
         self.band = band
         self.architecture = architecture
-        self.capture = StepCapture(architecture)
+        self.processes = processes
+        self.capture = StepCapture(architecture, processes)
         self.prefix = DEFAULT_PREFIX[mode] if prefix is None else prefix
         self.per_site = bool(per_site)
         self.rank_zero_only = bool(rank_zero_only)
@@ -105,8 +113,9 @@ class HealthMonitor:
 
     def due(self, step: int) -> bool:
         """Whether ``step`` is an observation step on this process (a positive multiple of
-        ``every``, not yet observed, and rank 0 unless ``rank_zero_only=False``)."""
-        if self.rank_zero_only and global_rank() != 0:
+        ``every``, not yet observed, and rank 0 unless ``rank_zero_only=False`` or the observation is
+        all-reduced, which every process takes part in)."""
+        if self.rank_zero_only and self.processes == LOCAL and global_rank() != 0:
             return False
         return step > 0 and step % self.every == 0 and step != self.last_step
 
@@ -160,8 +169,9 @@ class HealthMonitor:
 
     def _log(self, report: DepthHealthReport, record: ObservationRecord, step: int) -> Dict[str, float]:
         metrics = health_metrics(report, prefix=self.prefix, per_site=self.per_site)
-        for sink in self.sinks:
-            sink.write(metrics, step)
+        if not (self.rank_zero_only and global_rank() != 0):  # all-reduced: every process observes, rank 0 logs
+            for sink in self.sinks:
+                sink.write(metrics, step)
         self.last_step, self.last_report, self.last_metrics, self.last_record = step, report, metrics, record
         return metrics
 

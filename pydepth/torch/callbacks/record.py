@@ -27,11 +27,13 @@ class ObservationRecord:
     """How one observation was made. ``mode`` is a key of :data:`MODES`; ``batch`` is ``"held"``,
     ``"step"`` (the step's batch, observed again) or ``"micro-batch"`` (the step's first
     micro-batch as trained); ``processes`` is ``"local"`` (this process's batch only: no
-    collective runs); ``autocast`` is the autocast dtype the observed forward ran under (``None``:
-    none); ``precision`` is the residual stream's dtype; ``loss_gradient`` is the gradient the
-    step's objective sent into the model's loss (accumulation and loss scaling, divided out of the
-    adjoints; 1.0 for the separate pass) and ``loss_factor`` the ratio of the model's loss to the
-    micro-batch's mean loss that was multiplied back in (a loss summed over ``num_items_in_batch``)."""
+    collective runs) or ``"all-reduce"`` (every process's micro-batch: the sums of squares and
+    counts all-reduced, see :data:`pydepth.torch.callbacks.reduce.PROCESSES`); ``autocast`` is the
+    autocast dtype the observed forward ran under (``None``: none); ``precision`` is the residual
+    stream's dtype; ``loss_gradient`` is the gradient the step's objective sent into the model's
+    loss (accumulation and loss scaling, divided out of the adjoints; 1.0 for the separate pass)
+    and ``loss_factor`` the ratio of the model's loss to the micro-batch's mean loss that was
+    multiplied back in (a loss summed over ``num_items_in_batch``)."""
 
     mode: str
     batch: str
