@@ -4,6 +4,7 @@
 branch multiplier μ ≠ 1 gives the logits of the same model with μ folded into those weights;
 a second application is refused and a sibling stays untouched; the optimizer groups carry the
 table's factors times the base values."""
+
 import copy
 import dataclasses
 import json
@@ -17,8 +18,8 @@ pytest.importorskip("transformers", reason="Hugging Face models need the 'hf' ex
 
 from pydepth import AlreadyScaledError, ParametrizationError  # noqa: E402
 from pydepth.parametrizations import PARAMETRIZATIONS, get_parametrization  # noqa: E402
-from pydepth.torch import (BranchMultiplier, apply_parametrization, observe_residual_health,  # noqa: E402
-                           parameter_groups, restore_branch_multipliers)
+from pydepth.torch import BranchMultiplier, apply_parametrization, observe_residual_health  # noqa: E402
+from pydepth.torch import parameter_groups, restore_branch_multipliers  # noqa: E402
 
 LAYERS = 3
 NAMES = tuple(PARAMETRIZATIONS)
@@ -26,12 +27,16 @@ MULTIPLIED = tuple(n for n in NAMES if PARAMETRIZATIONS[n].branch_multiplier(LAY
 #: Written from the families' module names, independently of recognition: (residual output
 #: weights and biases with their block, norm parameters, parameters outside the blocks).
 FAMILIES = {
-    "llama": (r"model\.layers\.(\d+)\.(?:self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)",
-              r"model\.layers\.\d+\.(?:input_layernorm|post_attention_layernorm)\.weight",
-              {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"}),
-    "gpt2": (r"transformer\.h\.(\d+)\.(?:attn|mlp)\.c_proj\.(weight|bias)",
-             r"transformer\.h\.\d+\.ln_[12]\.(?:weight|bias)",
-             {"transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight", "transformer.ln_f.bias"}),
+    "llama": (
+        r"model\.layers\.(\d+)\.(?:self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)",
+        r"model\.layers\.\d+\.(?:input_layernorm|post_attention_layernorm)\.weight",
+        {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"},
+    ),
+    "gpt2": (
+        r"transformer\.h\.(\d+)\.(?:attn|mlp)\.c_proj\.(weight|bias)",
+        r"transformer\.h\.\d+\.ln_[12]\.(?:weight|bias)",
+        {"transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight", "transformer.ln_f.bias"},
+    ),
 }
 
 
@@ -69,7 +74,8 @@ def folded(model, family, mu):
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("name", NAMES)
 def test_each_parametrization_multiplies_exactly_the_residual_output_weights_by_its_init_factor(
-        torch_models, family, name):
+    torch_models, family, name
+):
     model = build(torch_models, family)
     before = snapshot(model)
     row = get_parametrization(name)
@@ -86,14 +92,16 @@ def test_each_parametrization_multiplies_exactly_the_residual_output_weights_by_
             np.testing.assert_array_equal(bits(p), bits(before[n]), err_msg=n)
     assert scaled == 2 * LAYERS
     assert record.parametrization == name and record.depth == LAYERS
-    assert [t.factor for t in record.scaling.tensors] == [row.init_factor(LAYERS, b) for b in range(LAYERS)
-                                                          for _ in range(2)]
+    assert [t.factor for t in record.scaling.tensors] == [
+        row.init_factor(LAYERS, b) for b in range(LAYERS) for _ in range(2)
+    ]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("name", MULTIPLIED)
 def test_a_branch_multiplier_gives_the_logits_of_the_model_with_it_folded_into_the_output_projections(
-        torch_models, family, name):
+    torch_models, family, name
+):
     model = build(torch_models, family).eval()
     plain = copy.deepcopy(model)
     record = apply_parametrization(model, name)
@@ -174,6 +182,7 @@ def test_force_applies_a_second_time_and_says_so(torch_models):
 
 def test_a_sibling_built_from_the_same_config_is_untouched(torch_models):
     import transformers
+
     model = build(torch_models, "llama")
     sibling = transformers.LlamaForCausalLM(model.config).double()
     apply_parametrization(model, "depth-mup")
@@ -221,12 +230,15 @@ def test_the_hooks_survive_deepcopy_load_state_dict_and_torch_compile(torch_mode
 
 def test_save_pretrained_keeps_the_record_and_restore_rehooks_the_branch_multipliers(torch_models, tmp_path):
     import transformers
+
     model = build(torch_models, "llama").eval()
     apply_parametrization(model, "depth-mup")
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
-    assert saved["pydepth_parametrization"][0]["branch_multiplier"] == model.config.pydepth_parametrization[0][
-        "branch_multiplier"]
+    assert (
+        saved["pydepth_parametrization"][0]["branch_multiplier"]
+        == model.config.pydepth_parametrization[0]["branch_multiplier"]
+    )
     loaded = transformers.LlamaForCausalLM.from_pretrained(tmp_path, torch_dtype=torch.float64).eval()
     with pytest.raises(AlreadyScaledError):  # the scaling's mark came with the weights
         apply_parametrization(loaded, "depth-mup")
@@ -252,10 +264,13 @@ def test_parameter_groups_carry_the_tables_factors_times_the_base_values(torch_m
         members = [names[id(p)] for p in g["params"]]
         seen += members
         for n in members:
-            expected = ("embedding" if n in outside else "norm" if re.fullmatch(norm, n) else "hidden")
+            expected = "embedding" if n in outside else "norm" if re.fullmatch(norm, n) else "hidden"
             assert g["group"] == expected, n
-        for key, base, factor in (("lr", lr, row.lr_factor), ("eps", eps, row.epsilon_factor),
-                                  ("weight_decay", wd, row.weight_decay_factor)):
+        for key, base, factor in (
+            ("lr", lr, row.lr_factor),
+            ("eps", eps, row.epsilon_factor),
+            ("weight_decay", wd, row.weight_decay_factor),
+        ):
             want = np.float64(base) * np.float64(factor(LAYERS, g["group"]))
             assert np.array([g[key]]).view(np.uint64)[0] == np.array([want]).view(np.uint64)[0], (g["group"], key)
     assert sorted(seen) == sorted(names.values())  # every parameter once
@@ -266,6 +281,7 @@ def test_parameter_groups_carry_the_tables_factors_times_the_base_values(torch_m
 
 def test_parameter_groups_without_eps_serve_sgd_and_refuse_bad_base_values(torch_models):
     from pydepth import InvalidHyperparameterError
+
     model = build(torch_models, "llama")
     groups = parameter_groups(model, "depth-mup", lr=0.1, eps=None)
     assert all("eps" not in g for g in groups)

@@ -11,11 +11,12 @@ element, recorded and guarded like every scaling); the branch multiplier is a
 Hugging Face config records (``save_pretrained`` keeps the record, not the hook: see
 :func:`restore_branch_multipliers`).
 """
+
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -28,8 +29,16 @@ from .architectures import ArchitectureSpec, DecoderLayout, resolve_layout
 from .norms import is_norm
 from .scaling import apply_depth_scaling
 
-__all__ = ["BranchMultiplier", "TorchParametrizationRecord", "apply_parametrization", "parameter_groups",
-           "torch_parameter_group", "branch_multipliers_of", "restore_branch_multipliers", "CONFIG_KEY"]
+__all__ = [
+    "BranchMultiplier",
+    "TorchParametrizationRecord",
+    "apply_parametrization",
+    "parameter_groups",
+    "torch_parameter_group",
+    "branch_multipliers_of",
+    "restore_branch_multipliers",
+    "CONFIG_KEY",
+]
 
 #: The Hugging Face config attribute (``config.json`` key) recording the applied parametrization.
 CONFIG_KEY = "pydepth_parametrization"
@@ -49,8 +58,10 @@ class BranchMultiplier:
             return output * self.multiplier
         if isinstance(output, tuple) and output and isinstance(output[0], torch.Tensor):
             return (output[0] * self.multiplier, *output[1:])
-        raise ArchitectureError(f"{type(module).__name__} returned {type(output).__name__}; a branch multiplier "
-                                "needs a tensor (or a tuple starting with one)")
+        raise ArchitectureError(
+            f"{type(module).__name__} returned {type(output).__name__}; a branch multiplier "
+            "needs a tensor (or a tuple starting with one)"
+        )
 
     def __repr__(self) -> str:
         return f"BranchMultiplier({self.multiplier!r}, {self.parametrization!r})"
@@ -88,13 +99,23 @@ class TorchParametrizationRecord:
 
     def to_dict(self) -> Dict[str, Any]:
         """The summary, the source and the scaling record's rows."""
-        return {**self.summary(), "title": self.title, "source": self.source,
-                "scaling": [t.to_dict() for t in self.scaling.tensors]}
+        return {
+            **self.summary(),
+            "title": self.title,
+            "source": self.source,
+            "scaling": [t.to_dict() for t in self.scaling.tensors],
+        }
 
 
 def _group_factors(row: DepthParametrization, depth: int) -> Dict[str, Dict[str, float]]:
-    return {g: {"lr": row.lr_factor(depth, g), "eps": row.epsilon_factor(depth, g),
-                "weight_decay": row.weight_decay_factor(depth, g)} for g in GROUPS}
+    return {
+        g: {
+            "lr": row.lr_factor(depth, g),
+            "eps": row.epsilon_factor(depth, g),
+            "weight_decay": row.weight_decay_factor(depth, g),
+        }
+        for g in GROUPS
+    }
 
 
 def _init_scheme(row: DepthParametrization) -> Callable[[int, int], float]:
@@ -107,8 +128,12 @@ def _init_scheme(row: DepthParametrization) -> Callable[[int, int], float]:
 
 def _hooks(module: nn.Module) -> List[Tuple[str, BranchMultiplier]]:
     """(module path, hook) of every branch multiplier already on ``module``'s submodules."""
-    return [(path, h) for path, sub in module.named_modules() for h in sub._forward_hooks.values()
-            if isinstance(h, BranchMultiplier)]
+    return [
+        (path, h)
+        for path, sub in module.named_modules()
+        for h in sub._forward_hooks.values()
+        if isinstance(h, BranchMultiplier)
+    ]
 
 
 def branch_multipliers_of(module: nn.Module) -> Dict[str, float]:
@@ -121,13 +146,16 @@ def branch_multipliers_of(module: nn.Module) -> Dict[str, float]:
 
 def _branch_modules(module: nn.Module, layout: DecoderLayout) -> List[Tuple[str, nn.Module]]:
     if not layout.layers:
-        raise ArchitectureError(f"{type(module).__name__}: a layout from name patterns names no branch modules; "
-                                "a parametrization needs the recognized layers (drop patterns=)")
+        raise ArchitectureError(
+            f"{type(module).__name__}: a layout from name patterns names no branch modules; "
+            "a parametrization needs the recognized layers (drop patterns=)"
+        )
     paths = {id(m): p for p, m in module.named_modules()}
     out = [(paths[id(m)], m) for pair in zip(layout.attention_added, layout.feed_forward_added) for m in pair]
     if len({id(m) for _, m in out}) != len(out):
-        raise ArchitectureError(f"{type(module).__name__}: one module produces two branches; a multiplier on it "
-                                "would multiply both")
+        raise ArchitectureError(
+            f"{type(module).__name__}: one module produces two branches; a multiplier on it would multiply both"
+        )
     return out
 
 
@@ -136,8 +164,9 @@ def _hf_config(module: nn.Module) -> Any:
     return cfg if callable(getattr(cfg, "to_json_string", None)) else None
 
 
-def apply_parametrization(module: nn.Module, name: str, *, architecture: Union[str, ArchitectureSpec, None] = None,
-                          force: bool = False) -> TorchParametrizationRecord:
+def apply_parametrization(
+    module: nn.Module, name: str, *, architecture: Union[str, ArchitectureSpec, None] = None, force: bool = False
+) -> TorchParametrizationRecord:
     """Applies the named depth parametrization ``name`` (``pydepth.parametrizations.PARAMETRIZATIONS``)
     to ``module`` in place and returns the record.
 
@@ -155,24 +184,36 @@ def apply_parametrization(module: nn.Module, name: str, *, architecture: Union[s
     row = get_parametrization(name)
     layout = resolve_layout(module, architecture, None, None)
     if layout.unscalable:
-        raise ArchitectureError(f"{type(module).__name__} is observed as {layout.architecture} but cannot be "
-                                f"parametrized: {layout.unscalable}")
+        raise ArchitectureError(
+            f"{type(module).__name__} is observed as {layout.architecture} but cannot be "
+            f"parametrized: {layout.unscalable}"
+        )
     depth = layout.depth
     mu = row.branch_multiplier(depth)
     branches = _branch_modules(module, layout) if mu != 1.0 else []
     present = _hooks(module)
     if present and not force:
         path, hook = present[0]
-        raise AlreadyScaledError(f"{type(module).__name__} already carries branch multipliers ({hook!r} on "
-                                 f"{path!r} and {len(present) - 1} more); applying {row.name!r} again multiplies "
-                                 "them — pass force=True if that is what you want")
+        raise AlreadyScaledError(
+            f"{type(module).__name__} already carries branch multipliers ({hook!r} on "
+            f"{path!r} and {len(present) - 1} more); applying {row.name!r} again multiplies "
+            "them — pass force=True if that is what you want"
+        )
     scaling = apply_depth_scaling(module, scheme=_init_scheme(row), architecture=architecture, force=force)
     for _, m in branches:
         m.register_forward_hook(BranchMultiplier(mu, row.name))
     record = TorchParametrizationRecord(
-        parametrization=row.name, title=row.title, source=row.source, architecture=layout.architecture,
-        depth=depth, scaling=scaling, branch_multiplier=mu, hooked_modules=tuple(p for p, _ in branches),
-        group_factors=_group_factors(row, depth), forced=scaling.forced or bool(present))
+        parametrization=row.name,
+        title=row.title,
+        source=row.source,
+        architecture=layout.architecture,
+        depth=depth,
+        scaling=scaling,
+        branch_multiplier=mu,
+        hooked_modules=tuple(p for p, _ in branches),
+        group_factors=_group_factors(row, depth),
+        forced=scaling.forced or bool(present),
+    )
     cfg = _hf_config(module)
     if cfg is not None:  # apply_depth_scaling gave the model a config of its own: the sibling keeps its own
         setattr(cfg, CONFIG_KEY, [*copy.deepcopy(getattr(cfg, CONFIG_KEY, None) or []), record.summary()])
@@ -212,8 +253,9 @@ def torch_parameter_group(module: nn.Module, layout: DecoderLayout) -> Dict[int,
     position embeddings, the final norm, an untied output head) is ``"embedding"``, as pydepth's
     :func:`pydepth.parametrizations.parameter_group` puts the tensors outside its blocks."""
     if not layout.layers:
-        raise ArchitectureError(f"{type(module).__name__}: a layout from name patterns names no layers to "
-                                "group parameters by")
+        raise ArchitectureError(
+            f"{type(module).__name__}: a layout from name patterns names no layers to group parameters by"
+        )
     out: Dict[int, str] = {}
     for layer in layout.layers:
         for sub in layer.modules():
@@ -231,9 +273,15 @@ def _base(field: str, value: Any) -> float:
     return as_positive_finite(field, value, InvalidHyperparameterError)
 
 
-def parameter_groups(module: nn.Module, name: str, *, lr: float, weight_decay: float = 0.0,
-                     eps: Optional[float] = 1e-8, architecture: Union[str, ArchitectureSpec, None] = None,
-                     ) -> List[Dict[str, Any]]:
+def parameter_groups(
+    module: nn.Module,
+    name: str,
+    *,
+    lr: float,
+    weight_decay: float = 0.0,
+    eps: Optional[float] = 1e-8,
+    architecture: Union[str, ArchitectureSpec, None] = None,
+) -> List[Dict[str, Any]]:
     """Optimizer parameter groups of ``module`` under the depth parametrization ``name``: one dict
     per non-empty group (``embedding``, ``hidden``, ``norm``; see :func:`torch_parameter_group`)
     with ``params``, ``lr = lr * lr_factor``, ``weight_decay = weight_decay * weight_decay_factor``,
@@ -262,4 +310,3 @@ def parameter_groups(module: nn.Module, name: str, *, lr: float, weight_decay: f
             entry[field] = value if f == 1.0 else value * f
         out.append(entry)
     return out
-
