@@ -289,3 +289,18 @@ def test_parameter_groups_without_eps_serve_sgd_and_refuse_bad_base_values(torch
     for bad in (dict(lr=-1.0), dict(lr=float("nan")), dict(lr=0.1, weight_decay=-0.5), dict(lr=0.1, eps=0.0)):
         with pytest.raises(InvalidHyperparameterError):
             parameter_groups(model, "depth-mup", **bad)
+
+
+def test_a_model_whose_config_records_a_parametrization_but_has_no_hooks_is_refused_unless_forced(torch_models):
+    import transformers
+
+    model = build(torch_models, "llama")
+    apply_parametrization(model, "completep")
+    fresh = transformers.LlamaForCausalLM(model.config).double()  # the parametrized config, fresh weights
+    before = snapshot(fresh)
+    with pytest.raises(AlreadyScaledError, match="restore_branch_multipliers"):
+        apply_parametrization(fresh, "completep")
+    for n, p in fresh.named_parameters():
+        assert torch.equal(p, before[n]), n
+    assert not any(m._forward_hooks for m in fresh.modules())
+    assert apply_parametrization(fresh, "completep", force=True).forced

@@ -159,6 +159,11 @@ def _branch_modules(module: nn.Module, layout: DecoderLayout) -> List[Tuple[str,
     return out
 
 
+def _names_of(records: Any) -> List[str]:
+    items = records if isinstance(records, list) else [records]
+    return [str(r.get("parametrization")) if isinstance(r, dict) else repr(r)[:40] for r in items]
+
+
 def _hf_config(module: nn.Module) -> Any:
     cfg = getattr(module, "config", None)
     return cfg if callable(getattr(cfg, "to_json_string", None)) else None
@@ -175,7 +180,8 @@ def apply_parametrization(
     when ``branch_multiplier(L) != 1`` every module whose output a residual branch adds gets a
     :class:`BranchMultiplier` forward hook. The optimizer rules are :func:`parameter_groups`.
     Refused with :class:`pydepth.AlreadyScaledError`, nothing changed, when the model carries a
-    branch multiplier or a recorded (or audited) depth scaling already; ``force=True`` applies it
+    branch multiplier, its Hugging Face config records a parametrization, or a depth scaling is
+    recorded (or audited) already; ``force=True`` applies it
     anyway (multiplying again). Unknown names raise :class:`pydepth.ParametrizationError`."""
     if not isinstance(module, nn.Module):
         raise ArgumentTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
@@ -199,6 +205,14 @@ def apply_parametrization(
             f"{path!r} and {len(present) - 1} more); applying {row.name!r} again multiplies "
             "them — pass force=True if that is what you want"
         )
+    cfg = _hf_config(module)
+    recorded = getattr(cfg, CONFIG_KEY, None) if cfg is not None else None
+    if recorded and not present and not force:  # the config says applied, the hooks are gone
+        raise AlreadyScaledError(
+            f"{type(module).__name__}'s config records {CONFIG_KEY} {_names_of(recorded)} but the model carries no "
+            "branch multipliers: a model loaded with from_pretrained lost its hooks (restore_branch_multipliers "
+            "puts them back); for a fresh model built from that config pass force=True"
+        )
     scaling = apply_depth_scaling(module, scheme=_init_scheme(row), architecture=architecture, force=force)
     for _, m in branches:
         m.register_forward_hook(BranchMultiplier(mu, row.name))
@@ -212,7 +226,7 @@ def apply_parametrization(
         branch_multiplier=mu,
         hooked_modules=tuple(p for p, _ in branches),
         group_factors=_group_factors(row, depth),
-        forced=scaling.forced or bool(present),
+        forced=scaling.forced or bool(present) or bool(recorded),
     )
     cfg = _hf_config(module)
     if cfg is not None:  # apply_depth_scaling gave the model a config of its own: the sibling keeps its own
