@@ -304,3 +304,18 @@ def test_a_model_whose_config_records_a_parametrization_but_has_no_hooks_is_refu
         assert torch.equal(p, before[n]), n
     assert not any(m._forward_hooks for m in fresh.modules())
     assert apply_parametrization(fresh, "completep", force=True).forced
+
+
+@pytest.mark.parametrize(
+    "name, scheme", [("chapter", "1/sqrt(L)"), ("gpt2", "1/sqrt(2L)"), ("torchtitan", "per-layer")]
+)
+def test_the_init_only_rows_give_the_bits_of_the_matching_named_scheme(torch_models, name, scheme):
+    from pydepth.torch import apply_depth_scaling
+
+    model = build(torch_models, "llama")
+    twin = copy.deepcopy(model)
+    apply_parametrization(model, name)
+    apply_depth_scaling(twin, scheme=scheme)
+    for (n, p), (_, q) in zip(model.named_parameters(), twin.named_parameters()):
+        np.testing.assert_array_equal(bits(p), bits(q), err_msg=n)
+    assert not any(m._forward_hooks for m in model.modules())  # μ = 1: no hook
