@@ -11,8 +11,8 @@ from .._files.reading import regular_file
 from ..errors import ReportInputError
 from ..health import LEGEND, verdict_line
 from .page import Section, figure_html, pre_html, table_html
-from .schema import check_observations, check_observe, check_steps
-from .sources import find_observe_document, read_json, read_json_lines, read_own
+from .schema import check_demo, check_observations, check_observe, check_steps
+from .sources import find_demo_document, find_observe_document, read_json, read_json_lines, read_own
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
@@ -77,6 +77,30 @@ def observe_sections(directory: pathlib.Path) -> List[Section]:
             Section("Figure", figure_html(report_figure(doc["report"], control=control, title=title),
                                           "Residual ratios by site; the control, if observed, is overlaid.")),
             Section("Run", table_html(("field", "value"), run))]
+
+
+def demo_sections(directory: pathlib.Path) -> List[Section]:
+    """The chapter's demo: each fixture's verdict beside its control's, then per fixture the
+    sites side by side and the ratio figure with the control overlaid."""
+    from ..plots.health import report_figure
+    path = cast(pathlib.Path, find_demo_document(directory))  # the kind was found by it
+    doc = read_json(path)
+    check_demo(path, doc)
+    band = doc["band"]
+    verdicts = [(f"{fx['id']} {who}", verdict_line(fx[part]["sites"], band))
+                for fx in doc["fixtures"]
+                for who, part in (("initialized", "initialized"), ("control", "same_base_unscaled_control"))]
+    sections = [Section("Verdict", table_html(("run", "verdict"), verdicts) + f"<p>{html.escape(LEGEND)}</p>")]
+    for fx in doc["fixtures"]:
+        model, control = fx["initialized"], fx["same_base_unscaled_control"]
+        title = f"{fx['title']} ({fx['layers']} blocks, width {fx['width']}, factor {fx['factor']:.4g})"
+        losses = (f"<p>Mean loss {_num(model['loss'])} nats initialized, {_num(control['loss'])} for the "
+                  f"control; {_outside(model)} initialized and {_outside(control)} control ratios outside "
+                  "the band.</p>")
+        sections.append(Section(f"{fx['id']}: {fx['title']}", losses + _side_by_side(model, control) + figure_html(
+            report_figure(model, control=control, title=title, band=band),
+            "Residual ratios by site, the same-base unscaled control overlaid.")))
+    return sections
 
 
 def _train_settings(directory: pathlib.Path) -> List[Sequence[Any]]:
@@ -160,4 +184,4 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
 
 #: kind -> the function building its sections
 SECTIONS = {"observe": observe_sections, "train": train_sections, "sweep": sweep_sections,
-            "depth-check": sweep_sections}
+            "depth-check": sweep_sections, "demo": demo_sections}
