@@ -251,6 +251,12 @@ class DepthHealthReport:
         """One line: within the band or not, where, and by how much (the worst ratio outside it)."""
         return verdict_line([r.to_dict() for r in self.sites], self.band)
 
+    def _repr_html_(self) -> str:
+        """The report as a notebook shows it: the verdict, the sites' table and, with
+        matplotlib installed, the ratio figure as inline SVG."""
+        from .report.inline import health_report_html  # the report package owns the HTML
+        return health_report_html(self)
+
     def to_table(self, title: Optional[str] = None) -> str:
         """A plain-text table for people: the verdict first, the legend, then the sites (four
         significant digits; classification uses unrounded ratios)."""

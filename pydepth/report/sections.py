@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Sequence, cast
 from .._files.reading import regular_file
 from ..errors import ReportInputError
 from ..health import LEGEND, verdict_line
+from .inline import EXIT_HEADER, exit_rows
 from .page import Section, figure_html, pre_html, table_html
 from .schema import check_demo, check_observations, check_observe, check_steps
 from .sources import find_demo_document, find_observe_document, read_json, read_json_lines, read_own
@@ -165,13 +166,10 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
     stored = read_json(directory / SPEC_FILE)
     fields = stored.get("spec", {}) if isinstance(stored, dict) else {}
     exits = band_exits(steps, band)
-    rows = [(e.width, e.policy, e.step, e.depth or "-", f"{e.seeds_out}/{e.seeds}", e.cause or "-",
-             f"{e.deepest_seeds_out}/{e.seeds}") for e in exits]
     sections = [Section("Verdict", f"<p><strong>{html.escape(verdict(exits, band))}</strong></p>"
                         f"<p>{html.escape(LEGEND)}</p>"),
                 Section("Summary", f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps. First depth out "
-                        f"of the band per width, policy and step:</p>" + table_html(
-                            ("width", "policy", "step", "first out", "seeds out", "why", "out deepest"), rows)),
+                        f"of the band per width, policy and step:</p>" + table_html(EXIT_HEADER, exit_rows(exits))),
                 Section("Specification", table_html(("field", "value"),
                                                     [row for k, v in sorted(fields.items()) for row in _flat(k, v)]))]
     if steps:
