@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Residual health options: a caller-chosen band recorded in the report, the gradient-preserving
+"""Residual health options: a caller-chosen band recorded in the report, the gradient-accumulating
 observer mode, and the report builders other observers (the PyTorch bridge) call."""
 import math
 

@@ -8,15 +8,13 @@ import pathlib
 from typing import Any, Dict, List, Optional
 
 from .._files.reading import read_text
+from ..chapter.demo import DEMO_FORMAT
 from ..errors import ReportInputError
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
-__all__ = ["DEMO_FORMAT", "find_demo_document", "find_observe_document", "kind_of", "read_json", "read_json_lines",
+__all__ = ["find_demo_document", "find_observe_document", "kind_of", "read_json", "read_json_lines",
            "read_own"]
-
-#: The ``format`` field of the document ``pydepth demo --format json`` writes.
-DEMO_FORMAT = "pydepth-ch06-demo-v1"
 
 
 def read_own(path: pathlib.Path, kind: str = "report input") -> str:
