@@ -336,6 +336,12 @@ class DepthHealthReport:
         """One line: within the band or not, where, and by how much (the worst ratio outside it)."""
         return verdict_line([r.to_dict() for r in self.sites], self.band)
 
+    def _repr_html_(self) -> str:
+        """The report as a notebook shows it: the verdict, the sites' table and, with
+        matplotlib installed, the ratio figure as inline SVG."""
+        from .report.inline import health_report_html  # the report package owns the HTML
+        return health_report_html(self)
+
     def to_table(self, title: Optional[str] = None) -> str:
         """A plain-text table for people: the verdict first, the legend, then the sites (four
         significant digits; classification uses unrounded ratios)."""
@@ -550,7 +556,7 @@ def _observed_mask(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue, va
 
 def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: GraphValue,
                             valid: Optional[Any] = None, *, band: BandLike = None,
-                            accumulate_gradients: bool = True) -> DepthHealthReport:
+                            accumulate_gradients: bool = False) -> DepthHealthReport:
     """Observes residual activation RMS and completed mean-loss adjoint RMS at all 2L+1 sites.
 
     ``fwd`` must come from ``model`` and ``loss`` must be the mean loss attached to ``fwd``;
@@ -558,10 +564,11 @@ def observe_residual_health(model: DecoderModel, fwd: ForwardRecord, loss: Graph
     not include padding. ``band`` (default the chapter's ``[0.01, 100]``) is the inclusive band
     the ratios are classified in; the report records it.
 
-    Gradients: the observer runs exactly one ordinary reverse pass of ``loss``. By default
-    (the chapter's behaviour) that pass accumulates parameter gradients exactly as
-    ``loss.backward()`` would, so do not call ``loss.backward()`` again for the same step.
-    With ``accumulate_gradients=False`` every parameter's ``.grad`` is left as it was. The pass's
+    Gradients (the same rule as :func:`pydepth.torch.observe_residual_health`): the observer
+    runs exactly one ordinary reverse pass of ``loss``. By default every parameter's ``.grad``
+    is left as it was; with ``accumulate_gradients=True`` the pass also accumulates parameter
+    gradients exactly as ``loss.backward()`` would (a training step that observes on its own
+    reverse pass), so do not call ``loss.backward()`` again for the same step. The pass's
     contribution is committed only after every check (G_2L included) passed, so a refusal never
     changes a gradient. It adds no graph operation, random draw or weight change. Every
     check that needs no adjoint runs before the reverse pass."""

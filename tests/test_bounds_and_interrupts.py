@@ -53,7 +53,7 @@ def test_zero_final_gain_refusal_leaves_every_gradient_untouched():
     fwd = model.forward(tokens)
     loss = fwd.loss((tokens + 1) % 13)
     with pytest.raises(InvalidNormalizerError, match="G_2L"):
-        observe_residual_health(model, fwd, loss)
+        observe_residual_health(model, fwd, loss, accumulate_gradients=True)
     assert all(not np.any(p.grad.view(np.uint64)) for p in model.parameters)
     loss.backward()  # the refused observation left the graph usable
     assert any(np.any(p.grad) for p in model.parameters)
@@ -66,7 +66,7 @@ def test_observation_commits_exactly_one_ordinary_pass():
     want = [p.grad.view(np.uint64).copy() for p in model.parameters]
     model.zero_grad()
     fwd = model.forward(tokens)
-    observe_residual_health(model, fwd, fwd.loss((tokens + 1) % 13))
+    observe_residual_health(model, fwd, fwd.loss((tokens + 1) % 13), accumulate_gradients=True)
     assert all(np.array_equal(p.grad.view(np.uint64), w) for p, w in zip(model.parameters, want))
 
 

@@ -40,9 +40,10 @@ def initialized(cfg, seed=SEED):
 
 
 def observe(model, tokens=TOKENS, targets=TARGETS):
+    """The observation a training step makes: its reverse pass also accumulates gradients."""
     fwd = model.forward(tokens)
     loss = fwd.loss(targets)
-    return observe_residual_health(model, fwd, loss)
+    return observe_residual_health(model, fwd, loss, accumulate_gradients=True)
 
 
 def grad_bits(model):
@@ -91,7 +92,7 @@ def test_rms_matches_reference_trace(reference_trace, index, variant):
 
 
 @pytest.mark.parametrize("layers", [1, 2, 8])
-def test_observation_leaves_gradients_equal_to_plain_backward(layers):
+def test_accumulating_observation_leaves_gradients_equal_to_plain_backward(layers):
     model = narrow(layers)
     twin = model.clone()
     values = [p.value.view(np.uint64).copy() for p in model.parameters]
@@ -106,7 +107,7 @@ def test_observation_leaves_gradients_equal_to_plain_backward(layers):
         assert np.array_equal(p.value.view(np.uint64), v)
 
 
-def test_observation_draws_nothing_and_accumulates_like_backward():
+def test_accumulating_observation_draws_nothing_and_accumulates_like_backward():
     model = narrow(2)
     twin = model.clone()
     observe(model)

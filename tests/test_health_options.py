@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Residual health options: a caller-chosen band recorded in the report, the gradient-preserving
+"""Residual health options: a caller-chosen band recorded in the report, the gradient-accumulating
 observer mode, and the report builders other observers (the PyTorch bridge) call."""
 import math
 
@@ -90,24 +90,24 @@ def test_bad_band_refused_before_the_reverse_pass():
 # ---------------------------------------------------------------- gradients
 
 
-def test_default_observation_accumulates_like_backward():
+def test_observation_accumulates_like_backward_when_asked():
     observed, plain = narrow(2), narrow(2)
     fwd = observed.forward(TOKENS)
-    observe_residual_health(observed, fwd, fwd.loss(TARGETS))
+    observe_residual_health(observed, fwd, fwd.loss(TARGETS), accumulate_gradients=True)
     plain.forward(TOKENS).loss(TARGETS).backward()
     assert same_bits(grad_bits(observed), grad_bits(plain))
     assert any(np.any(g != 0) for g in grad_bits(observed))
 
 
-def test_observation_can_leave_gradients_untouched():
+def test_default_observation_leaves_gradients_untouched():
     model = narrow(2)
     model.forward(TOKENS).loss(TARGETS).backward()  # non-zero gradients the caller owns
     before = grad_bits(model)
     fwd = model.forward(TOKENS)
-    kept = observe_residual_health(model, fwd, fwd.loss(TARGETS), accumulate_gradients=False)
+    kept = observe_residual_health(model, fwd, fwd.loss(TARGETS))
     assert same_bits(grad_bits(model), before)
     fwd = model.forward(TOKENS)
-    accumulated = observe_residual_health(model, fwd, fwd.loss(TARGETS))
+    accumulated = observe_residual_health(model, fwd, fwd.loss(TARGETS), accumulate_gradients=True)
     assert not same_bits(grad_bits(model), before)
     assert np.array_equal(report_bits(kept), report_bits(accumulated))
 
@@ -119,7 +119,7 @@ def test_gradients_untouched_even_when_the_terminal_normalizer_is_refused():
     zeroed = DecoderModel.from_parameters(model.config, params)
     fwd = zeroed.forward(TOKENS)
     with pytest.raises(InvalidNormalizerError, match="G_2L"):
-        observe_residual_health(zeroed, fwd, fwd.loss(TARGETS), accumulate_gradients=False)
+        observe_residual_health(zeroed, fwd, fwd.loss(TARGETS), accumulate_gradients=True)
     assert all(np.all(g == 0) for g in grad_bits(zeroed))
 
 

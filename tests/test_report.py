@@ -49,7 +49,12 @@ def _depth_check(root: pathlib.Path) -> pathlib.Path:
     return root / "dc"
 
 
-MAKERS = {"observe": _observe, "train": _train, "sweep": _sweep, "depth-check": _depth_check}
+def _demo(root: pathlib.Path) -> pathlib.Path:
+    assert main(["demo", "--format", "json", "--output", str(root / "demo" / "demo.json")]) == 0
+    return root / "demo"
+
+
+MAKERS = {"observe": _observe, "train": _train, "sweep": _sweep, "depth-check": _depth_check, "demo": _demo}
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +84,24 @@ def test_the_command_writes_the_page_beside_the_directory_and_says_where(outputs
     target = outputs["observe"].with_name("obs-report.html")
     assert main(["report", str(outputs["observe"])]) == 0
     assert target.is_file() and f"wrote {target}" in capsys.readouterr().out
+
+
+def test_a_demo_report_shows_every_fixtures_verdict_and_its_control_with_one_figure_each(outputs):
+    doc = json.loads((outputs["demo"] / "demo.json").read_text())
+    page = build_report(outputs["demo"])
+    assert page.count("<figure>") == len(doc["fixtures"]) > 0
+    for fx in doc["fixtures"]:
+        assert f"{fx['id']}: " in page and f"{fx['id']} initialized" in page and f"{fx['id']} control" in page
+        assert f"{fx['initialized']['activation_ratio_max']:.4g}" in page
+
+
+def test_a_malformed_demo_document_is_refused_naming_the_field(outputs, tmp_path):
+    run = shutil.copytree(outputs["demo"], tmp_path / "demo")
+    doc = json.loads((run / "demo.json").read_text())
+    doc["fixtures"][1]["same_base_unscaled_control"]["sites"][2]["adjoint_ratio"] = "big"
+    (run / "demo.json").write_text(json.dumps(doc))
+    with pytest.raises(ReportInputError, match=r"fixtures\[1\]\.same_base_unscaled_control\.sites\[2\]\.adjoint_ratio"):
+        build_report(run)
 
 
 def test_a_directory_of_no_known_output_is_refused_naming_it(tmp_path):

@@ -24,12 +24,14 @@ from ..xavier import xavier_scale
 from .laptop import LAPTOP_CONFIG  # the symbolic laptop decoder (never allocated here)
 from ..model import DecoderModel, NamedParameter
 
-__all__ = ["SEED", "TOKENS", "TARGETS", "PROFILES", "FIXTURES", "DemoCheckError", "demo_trace",
+__all__ = ["DEMO_FORMAT", "SEED", "TOKENS", "TARGETS", "PROFILES", "FIXTURES", "DemoCheckError", "demo_trace",
            "worked_values", "fixture", "synthetic_classifiers", "laptop_plan", "demo_table",
            "LAPTOP_CONFIG"]
 
 #: The initialization seed of every fixture.
 SEED = 4701
+#: The ``format`` field of the demo document (``pydepth report`` recognizes a demo output by it).
+DEMO_FORMAT = "pydepth-ch06-demo-v1"
 #: Source [0, 99, 100, 101, 1]: its inputs, one segment, all valid.
 TOKENS: Tuple[int, ...] = (0, 99, 100, 101)
 #: The next-token targets of :data:`TOKENS`.
@@ -167,7 +169,7 @@ def laptop_plan() -> Dict[str, Any]:
 
 def demo_trace() -> Dict[str, Any]:
     """The whole demo document (format ``pydepth-ch06-demo-v1``)."""
-    return {"format": "pydepth-ch06-demo-v1", "seed": SEED, "tokens": list(TOKENS),
+    return {"format": DEMO_FORMAT, "seed": SEED, "tokens": list(TOKENS),
             "targets": list(TARGETS), "band": list(HEALTH_BAND),
             "worked_values": worked_values(),
             "fixtures": [fixture(*f) for f in FIXTURES],

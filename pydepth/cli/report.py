@@ -9,9 +9,10 @@ import sys
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds the ``report`` subcommand and its options."""
     p = sub.add_parser("report",
-                       help="one self-contained HTML page of a depth-check, sweep, train or observe output",
+                       help="one self-contained HTML page of a depth-check, sweep, train, observe or demo output",
                        description="Turns the output directory of 'pydepth depth-check', 'sweep', 'train' or "
-                       "'observe --format json --output DIR/NAME.json' into one HTML file: figures inline as SVG, "
+                       "'observe --format json --output DIR/NAME.json' or 'demo --format json --output DIR/NAME.json' "
+                       "into one HTML file: figures inline as SVG, "
                        "the tables, the run's specification and versions, this machine's 'verify' status and how "
                        "to read it. The page loads nothing from the network. Needs the 'plot' extra "
                        "(pip install 'pydepth[plot]'; 'sweep' too for sweep and depth-check outputs).")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """``pydepth report``: one self-contained HTML page from the output directory of ``depth-check``,
-``sweep``, ``train`` or ``observe`` (figures inline as SVG, tables, the run's specification and
+``sweep``, ``train``, ``observe`` or ``demo`` (figures inline as SVG, tables, the run's specification and
 versions, this machine's ``verify`` status, and how to read it). Needs the ``plot`` extra."""
 from __future__ import annotations
 

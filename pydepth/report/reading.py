@@ -23,6 +23,11 @@ HOW_TO_READ = {
              "optimizer steps on a fixed batch. The depth-check figure shows, per depth, the largest "
              "ratio over all sites (median over seeds, with the range); the heat map shows every site "
              "of the deepest model.</p>",
+    "demo": _SITES + "<p>The chapter's fixed example: four seeded decoders, each initialized by the "
+            "depth policy (residual output projections scaled by 1/&radic;L) and observed beside its "
+            "same-base unscaled control, the same random draw before scaling, on one fixed batch. The "
+            "demo itself checked every stored transform bit for bit; the initialized models must lie "
+            "in the band.</p>",
     "depth-check": _SITES + "<p>A depth check compares the depth policy (<i>scaled</i>) with the "
                    "same-base control (<i>unscaled</i>) over depths, widths and seeds. The summary "
                    "names, per policy, the first depth at which any seed leaves the band, and why.</p>",

@@ -10,7 +10,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from ..errors import ReportInputError
 
-__all__ = ["MAX_LABEL", "MAX_ROWS", "MAX_SITES", "check_observe", "check_observations", "check_report", "check_steps"]
+__all__ = ["MAX_LABEL", "MAX_ROWS", "MAX_SITES", "MAX_FIXTURES", "check_demo", "check_observe", "check_observations",
+           "check_report", "check_steps"]
 
 #: The most residual sites a report draws (a decoder of 4096 blocks has 8193).
 MAX_SITES = 8193
@@ -18,6 +19,8 @@ MAX_SITES = 8193
 MAX_ROWS = 1_000_000
 #: The longest site label or status a report shows (characters).
 MAX_LABEL = 200
+#: The most fixtures a demo report draws (the chapter's demo has four).
+MAX_FIXTURES = 64
 
 
 def _number(v: Any) -> bool:
@@ -109,3 +112,41 @@ def check_observations(path: pathlib.Path, rows: List[Dict[str, Any]]) -> None:
     _check_rows(path, rows)
     for i, row in enumerate(rows):
         check_report(path, row.get("report"), f"line {i + 1}: report")
+
+
+#: field of a demo fixture -> (test, what it must be)
+_FIXTURE: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "id": (_text, _LABEL),
+    "title": (_text, _LABEL),
+    "layers": (_int, "an integer"),
+    "width": (_int, "an integer"),
+    "factor": (_finite, "a finite number"),
+}
+
+
+def check_demo(path: pathlib.Path, doc: Any) -> None:
+    """A ``pydepth demo --format json`` document: the band, and 1 to MAX_FIXTURES fixtures each
+    with its initialized report and its same-base unscaled control."""
+    if not isinstance(doc, dict):
+        raise _refuse(path, "(document)", "an object", doc)
+    band = doc.get("band")
+    if not (isinstance(band, list) and len(band) == 2 and all(_finite(v) for v in band)):
+        raise _refuse(path, "band", "a list of two finite numbers", band)
+    fixtures = doc.get("fixtures")
+    if not isinstance(fixtures, list) or not 0 < len(fixtures) <= MAX_FIXTURES:
+        shown = f"{len(fixtures)} fixtures" if isinstance(fixtures, list) else fixtures
+        raise _refuse(path, "fixtures", f"a list of 1 to {MAX_FIXTURES} fixtures", shown)
+    for i, fx in enumerate(fixtures):
+        if not isinstance(fx, dict):
+            raise _refuse(path, f"fixtures[{i}]", "an object", fx)
+        for key, (test, must) in _FIXTURE.items():
+            if not test(fx.get(key)):
+                raise _refuse(path, f"fixtures[{i}].{key}", must, fx.get(key))
+        for part in ("initialized", "same_base_unscaled_control"):
+            check_report(path, fx.get(part), f"fixtures[{i}].{part}")
+            if not _finite(fx[part].get("loss")):
+                raise _refuse(path, f"fixtures[{i}].{part}.loss", "a finite number", fx[part].get("loss"))
+        if len(fx["initialized"]["sites"]) != len(fx["same_base_unscaled_control"]["sites"]):
+            raise _refuse(path, f"fixtures[{i}].same_base_unscaled_control.sites",
+                          f"{len(fx['initialized']['sites'])} sites like the initialized report",
+                          f"{len(fx['same_base_unscaled_control']['sites'])} sites")

@@ -10,9 +10,10 @@ from typing import Any, Dict, List, Sequence, cast
 from .._files.reading import regular_file
 from ..errors import ReportInputError
 from ..health import LEGEND, verdict_line
+from .inline import EXIT_HEADER, exit_rows
 from .page import Section, figure_html, pre_html, table_html
-from .schema import check_observations, check_observe, check_steps
-from .sources import find_observe_document, read_json, read_json_lines, read_own
+from .schema import check_demo, check_observations, check_observe, check_steps
+from .sources import find_demo_document, find_observe_document, read_json, read_json_lines, read_own
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
@@ -79,6 +80,30 @@ def observe_sections(directory: pathlib.Path) -> List[Section]:
             Section("Run", table_html(("field", "value"), run))]
 
 
+def demo_sections(directory: pathlib.Path) -> List[Section]:
+    """The chapter's demo: each fixture's verdict beside its control's, then per fixture the
+    sites side by side and the ratio figure with the control overlaid."""
+    from ..plots.health import report_figure
+    path = cast(pathlib.Path, find_demo_document(directory))  # the kind was found by it
+    doc = read_json(path)
+    check_demo(path, doc)
+    band = doc["band"]
+    verdicts = [(f"{fx['id']} {who}", verdict_line(fx[part]["sites"], band))
+                for fx in doc["fixtures"]
+                for who, part in (("initialized", "initialized"), ("control", "same_base_unscaled_control"))]
+    sections = [Section("Verdict", table_html(("run", "verdict"), verdicts) + f"<p>{html.escape(LEGEND)}</p>")]
+    for fx in doc["fixtures"]:
+        model, control = fx["initialized"], fx["same_base_unscaled_control"]
+        title = f"{fx['title']} ({fx['layers']} blocks, width {fx['width']}, factor {fx['factor']:.4g})"
+        losses = (f"<p>Mean loss {_num(model['loss'])} nats initialized, {_num(control['loss'])} for the "
+                  f"control; {_outside(model)} initialized and {_outside(control)} control ratios outside "
+                  "the band.</p>")
+        sections.append(Section(f"{fx['id']}: {fx['title']}", losses + _side_by_side(model, control) + figure_html(
+            report_figure(model, control=control, title=title, band=band),
+            "Residual ratios by site, the same-base unscaled control overlaid.")))
+    return sections
+
+
 def _train_settings(directory: pathlib.Path) -> List[Sequence[Any]]:
     from ..checkpoint import load
     checkpoints = sorted(directory.glob("step-*.safetensors"))
@@ -141,13 +166,10 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
     stored = read_json(directory / SPEC_FILE)
     fields = stored.get("spec", {}) if isinstance(stored, dict) else {}
     exits = band_exits(steps, band)
-    rows = [(e.width, e.policy, e.step, e.depth or "-", f"{e.seeds_out}/{e.seeds}", e.cause or "-",
-             f"{e.deepest_seeds_out}/{e.seeds}") for e in exits]
     sections = [Section("Verdict", f"<p><strong>{html.escape(verdict(exits, band))}</strong></p>"
                         f"<p>{html.escape(LEGEND)}</p>"),
                 Section("Summary", f"<p>{table.num_rows} stored rows, {len(steps)} cell-steps. First depth out "
-                        f"of the band per width, policy and step:</p>" + table_html(
-                            ("width", "policy", "step", "first out", "seeds out", "why", "out deepest"), rows)),
+                        f"of the band per width, policy and step:</p>" + table_html(EXIT_HEADER, exit_rows(exits))),
                 Section("Specification", table_html(("field", "value"),
                                                     [row for k, v in sorted(fields.items()) for row in _flat(k, v)]))]
     if steps:
@@ -160,4 +182,4 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
 
 #: kind -> the function building its sections
 SECTIONS = {"observe": observe_sections, "train": train_sections, "sweep": sweep_sections,
-            "depth-check": sweep_sections}
+            "depth-check": sweep_sections, "demo": demo_sections}

@@ -8,11 +8,13 @@ import pathlib
 from typing import Any, Dict, List, Optional
 
 from .._files.reading import read_text
+from ..chapter.demo import DEMO_FORMAT
 from ..errors import ReportInputError
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
-__all__ = ["find_observe_document", "kind_of", "read_json", "read_json_lines", "read_own"]
+__all__ = ["find_demo_document", "find_observe_document", "kind_of", "read_json", "read_json_lines",
+           "read_own"]
 
 
 def read_own(path: pathlib.Path, kind: str = "report input") -> str:
@@ -61,17 +63,30 @@ def find_observe_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
     return None
 
 
+def find_demo_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
+    """The first ``*.json`` file (by name) holding a ``pydepth demo`` result, or None."""
+    for path in sorted(directory.glob("*.json")):
+        try:
+            doc = json.loads(read_own(path))
+        except (ReportInputError, ValueError, RecursionError):
+            continue
+        if isinstance(doc, dict) and doc.get("format") == DEMO_FORMAT:
+            return path
+    return None
+
+
 # (kind, what marks it) in the order they are tried: a depth check is a sweep with a summary.
 _MARKS = (
     ("depth-check", lambda d: (d / SPEC_FILE).is_file() and (d / SUMMARY_FILE).is_file()),
     ("sweep", lambda d: (d / SPEC_FILE).is_file()),
     ("train", lambda d: (d / "train.jsonl").is_file()),
     ("observe", lambda d: find_observe_document(d) is not None),
+    ("demo", lambda d: find_demo_document(d) is not None),
 )
 
 
 def kind_of(directory: pathlib.Path) -> str:
-    """Which command's output ``directory`` holds: depth-check, sweep, train or observe."""
+    """Which command's output ``directory`` holds: depth-check, sweep, train, observe or demo."""
     if not directory.is_dir():
         raise ReportInputError(f"{str(directory)!r} is not a directory")
     for kind, marked in _MARKS:
@@ -79,4 +94,5 @@ def kind_of(directory: pathlib.Path) -> str:
             return kind
     raise ReportInputError(
         f"{str(directory)!r} holds no pydepth output: expected _sweep.json (sweep, depth-check), "
-        "train.jsonl (train) or a JSON file written by 'pydepth observe --format json --output'")
+        "train.jsonl (train) or a JSON file written by 'pydepth observe --format json --output' or "
+        "'pydepth demo --format json --output'")

@@ -45,6 +45,13 @@ class DepthCheckResult:
     summary: List[str]
     figures: List[pathlib.Path]
 
+    def _repr_html_(self) -> str:
+        """The depth check as a notebook shows it: the verdict, where each policy leaves the
+        band, the run's counts and, with matplotlib, the depth-check figure of each width."""
+        from ..report.inline import sweep_store_html
+        from .run import result_facts
+        return sweep_store_html(self.sweep.out, result_facts(self.sweep))
+
 
 def depth_check(spec: Optional[SweepSpec] = None, *, out: PathLike, scheduler: Optional[str] = None,
                 resume: bool = True, workers: Optional[int] = None, plots: bool = True,

@@ -31,7 +31,7 @@ from .spec import Cell, SweepSpec
 from .store import claimed, prepare_directory, pyarrow_modules, write_part
 from .._version import __version__
 
-__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds", "max_workers"]
+__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds", "max_workers", "result_facts"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -62,6 +62,19 @@ class SweepResult:
         (engine start-up excluded; 0 when nothing ran)."""
         t = self.compute_seconds
         return self.cells_run / t if t > 0 and self.cells_run else 0.0
+
+    def _repr_html_(self) -> str:
+        """The sweep as a notebook shows it: the verdict read from its store, where each policy
+        leaves the band, this run's counts and, with matplotlib, the depth-check figures."""
+        from ..report.inline import sweep_store_html
+        return sweep_store_html(self.out, result_facts(self))
+
+
+def result_facts(result: SweepResult) -> List[Tuple[str, Any]]:
+    """A sweep result's fields as (name, value) rows for a table."""
+    return [("out", str(result.out)), ("engine", result.engine), ("workers", result.workers),
+            ("cells in the grid", result.cells_total), ("cells run now", result.cells_run),
+            ("cells found done", result.cells_resumed), ("seconds", f"{result.seconds:.3g}")]
 
 
 def estimate_cell_seconds(spec: SweepSpec, cell: Cell) -> float:

@@ -7,8 +7,8 @@ layer's mid-residual norm (after the attention addition) and each layer's output
 feed-forward addition) — 2L+1 sites, or L+1 for a parallel residual (GPT-NeoX's default),
 whose labels say so. One forward with forward hooks captures them; ``torch.autograd.grad`` of
 the mean loss with respect to exactly these tensors gives their total adjoints, so parameter
-``.grad`` is never touched. The RMS arithmetic, ratios and band classes are pydepth's own
-(:func:`pydepth.health.health_report_from_sites`).
+``.grad`` is not touched unless ``accumulate_gradients=True`` asks for it. The RMS arithmetic,
+ratios and band classes are pydepth's own (:func:`pydepth.health.health_report_from_sites`).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import torch
 from torch import nn
 
 from ..batch import Batch
-from ..errors import (ArchitectureError, EmptyValidityError, MissingAdjointError, NonFiniteValueError, TokenError,
-                      UnsupportedModuleError)
+from ..errors import (ArchitectureError, ArgumentTypeError, EmptyValidityError, MissingAdjointError,
+                      NonFiniteValueError, TokenError, UnsupportedModuleError)
 from ..health import (BranchHealthRow, DepthHealthReport, health_report_from_rms, health_report_from_sites,
                       valid_feature_rms_many)
 from .architectures import ArchitectureSpec, DecoderLayout, effective_gain, find_layout
@@ -395,8 +395,9 @@ def _check_residual_sums(layout: DecoderLayout, sites: Sequence[torch.Tensor],
 @dataclass(frozen=True)
 class SiteProbe:
     """One probe's raw material: the layout, each site's activation and total adjoint
-    (detached tensors, site order), the observed positions, the branch outputs and the factor
-    that brings the adjoints to those of the mean loss (1.0 when they already are)."""
+    (detached tensors, site order), the observed positions, the branch outputs, the factor
+    that brings the adjoints to those of the mean loss (1.0 when they already are) and, with
+    ``accumulate_gradients=True``, the parameters and their gradients, not yet added."""
 
     layout: DecoderLayout
     sites: Tuple[torch.Tensor, ...]
@@ -404,6 +405,7 @@ class SiteProbe:
     valid: np.ndarray
     branches: Dict[Tuple[int, int], torch.Tensor]
     adjoint_scale: float = 1.0  # multiplies each adjoint value in float64 before its RMS
+    parameter_gradients: Tuple[Tuple[torch.Tensor, Optional[torch.Tensor]], ...] = ()
 
 
 def unwrap_parallel(module: nn.Module) -> nn.Module:
@@ -415,9 +417,14 @@ def unwrap_parallel(module: nn.Module) -> nn.Module:
 
 
 def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attention_mask: Any = None,
-                architecture: Union[str, ArchitectureSpec, None] = None, position_ids: Any = None) -> SiteProbe:
+                architecture: Union[str, ArchitectureSpec, None] = None, position_ids: Any = None,
+                accumulate_gradients: bool = False) -> SiteProbe:
     """Runs one hooked forward of ``module``'s own loss and differentiates it with respect to the
-    residual sites only (see :func:`observe_residual_health` for the arguments and refusals)."""
+    residual sites (and, with ``accumulate_gradients=True``, the parameters, whose gradients the
+    probe carries for the caller to add once every check passed); see
+    :func:`observe_residual_health` for the arguments and refusals."""
+    if not isinstance(accumulate_gradients, bool):
+        raise ArgumentTypeError(f"accumulate_gradients must be a bool, got {accumulate_gradients!r}")
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     module = unwrap_parallel(module)
@@ -446,18 +453,34 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
         for i, s in enumerate(sites):
             if not s.requires_grad:
                 raise MissingAdjointError(f"site {i} does not depend on a tensor that requires grad")
-        grads = torch.autograd.grad(loss, sites, allow_unused=True)
+        params = [p for p in module.parameters() if p.requires_grad] if accumulate_gradients else []
+        every = torch.autograd.grad(loss, sites + params, allow_unused=True)
+    grads = every[:len(sites)]
     for i, g in enumerate(grads):
         if g is None:
             raise MissingAdjointError(f"site {i} has no completed adjoint: the loss does not depend on it")
     return SiteProbe(layout, tuple(_stream_shaped([s.detach() for s in sites])), tuple(_stream_shaped(list(grads))),
-                     valid, capture.branches)
+                     valid, capture.branches, tuple(zip(params, every[len(sites):])))
+
+
+def _accumulate(pairs: Sequence[Tuple[torch.Tensor, Optional[torch.Tensor]]]) -> None:
+    """Adds each parameter's gradient to its ``.grad`` as ``loss.backward()`` would (a parameter
+    the loss does not reach keeps its ``.grad``)."""
+    with torch.no_grad():
+        for p, g in pairs:
+            if g is None:
+                continue
+            if p.grad is None:
+                p.grad = g.detach().clone()
+            else:
+                p.grad.add_(g)
 
 
 def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = None, *,
                             attention_mask: Any = None,
                             architecture: Union[str, ArchitectureSpec, None] = None,
-                            band: Any = None, position_ids: Any = None) -> DepthHealthReport:
+                            band: Any = None, position_ids: Any = None,
+                            accumulate_gradients: bool = False) -> DepthHealthReport:
     """Activation RMS and completed mean-loss adjoint RMS at every residual site of ``module``.
 
     ``labels`` follow the model's own convention: for pydepth's twin the targets aligned with the
@@ -468,14 +491,19 @@ def observe_residual_health(module: nn.Module, input_ids: Any, labels: Any = Non
     Face models the last position predicts nothing); ``position_ids`` (Hugging Face models only)
     are passed to the model as given, so packed rows are observed at the positions they were
     trained at; ``band`` is the inclusive ratio band (default the
-    chapter's). The probe runs in eval mode (no dropout) with gradient checkpointing off,
-    restores both, and leaves parameter ``.grad`` untouched. DataParallel and
+    chapter's). The probe runs in eval mode (no dropout) with gradient checkpointing off and
+    restores both. Gradients (the same rule as :func:`pydepth.observe_residual_health`): by
+    default every parameter's ``.grad`` is left as it was; with ``accumulate_gradients=True`` the
+    probe's parameter gradients (of the eval-mode loss) are added to ``.grad`` as
+    ``loss.backward()`` would, after every check passed, so a refusal changes none. DataParallel and
     DistributedDataParallel wrappers are looked through (their ``.module`` is observed). A
     ``torch.compile``d module is refused with :class:`pydepth.UnsupportedModuleError`; a model
     without a recognized layout with :class:`pydepth.ArchitectureError`."""
     probe = probe_sites(module, input_ids, labels, attention_mask=attention_mask, architecture=architecture,
-                        position_ids=position_ids)
-    return report_from_probe(probe, band)
+                        position_ids=position_ids, accumulate_gradients=accumulate_gradients)
+    report = report_from_probe(probe, band)
+    _accumulate(probe.parameter_gradients)  # only now: every refusal of the report came first
+    return report
 
 
 def _site_labels(layout: DecoderLayout) -> Optional[List[str]]:

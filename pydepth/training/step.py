@@ -72,7 +72,8 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
     Returns the loss and the report (None unless observed)."""
     fwd = model.forward(tokens, keep="training")
     loss = fwd.loss(targets)
-    report = observe_residual_health(model, fwd, loss, band=band) if observe else None
+    report = (observe_residual_health(model, fwd, loss, band=band, accumulate_gradients=True)
+              if observe else None)
     if not observe:
         loss.backward()
     value = loss.item()
