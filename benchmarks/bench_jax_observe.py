@@ -14,7 +14,8 @@ Every side is compiled once (a warm-up each) and timed interleaved, with
 * ``sums``: ``jax.jit`` of :func:`pydepth.jax.residual_sums` (the reverse pass with respect to
   the site dummies only), plus turning its ``[L, 3, 5]`` sums into the report on the host;
 * ``public``: the public :func:`pydepth.jax.observe_residual_health` as a loop calls it (its
-  compiled observer cached after the warm-up).
+  compiled observer cached after the warm-up): checkpointed regions keep their residuals;
+* ``recompute``: the same with ``recompute=True`` (the model's own remat: one more forward).
 
 Prints the machine's no-FMA multiply-add line (bench_peak.py), medians, the ratios and every
 sample (float64, x64 on).
@@ -200,8 +201,11 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
     def run_public() -> None:
         observe_residual_health(loss_fn, model, tokens, sites=sites)
 
-    samples: Dict[str, List[float]] = {"step": [], "sums": [], "public": []}
-    sides = (("step", run_step), ("sums", run_observe), ("public", run_public))
+    def run_recompute() -> None:
+        observe_residual_health(loss_fn, model, tokens, sites=sites, recompute=True)
+
+    samples: Dict[str, List[float]] = {"step": [], "sums": [], "public": [], "recompute": []}
+    sides = (("step", run_step), ("sums", run_observe), ("public", run_public), ("recompute", run_recompute))
     for _, fn in sides:
         fn()  # compile each
     for _ in range(args.repeats):
@@ -211,7 +215,9 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
             samples[name].append(time.perf_counter() - t0)
     med = {name: statistics.median(v) for name, v in samples.items()}
     return {"library": library, "step_s": med["step"], "observe_s": med["sums"], "public_s": med["public"],
-            "ratio": med["sums"] / med["step"], "public_ratio": med["public"] / med["step"], "samples": samples}
+            "recompute_s": med["recompute"], "ratio": med["sums"] / med["step"],
+            "public_ratio": med["public"] / med["step"], "recompute_ratio": med["recompute"] / med["step"],
+            "samples": samples}
 
 
 def peak_line() -> str:
@@ -251,10 +257,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"{args.heads} heads, vocabulary {args.vocab}, batch {args.batch} x {args.tokens} tokens")
     cases = {"flax-linen": linen_case, "flax-nnx": nnx_case, "equinox": equinox_case}
     rows = [measure(name, cases[name], args) for name in args.libraries.split(",")]
-    print(f"{'library':<11} {'step ms':>9} {'sums ms':>9} {'public ms':>10} {'sums/step':>10} {'public/step':>12}")
+    print(f"{'library':<11} {'step ms':>9} {'sums ms':>9} {'public ms':>10} {'recompute ms':>13} {'sums/step':>10} "
+          f"{'public/step':>12} {'recompute/step':>15}")
     for r in rows:
         print(f"{r['library']:<11} {1e3 * r['step_s']:9.2f} {1e3 * r['observe_s']:9.2f} {1e3 * r['public_s']:10.2f} "
-              f"{r['ratio']:10.2f} {r['public_ratio']:12.2f}")
+              f"{1e3 * r['recompute_s']:13.2f} {r['ratio']:10.2f} {r['public_ratio']:12.2f} "
+              f"{r['recompute_ratio']:15.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "rows": rows}, fh, indent=1)
