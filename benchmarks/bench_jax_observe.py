@@ -220,6 +220,24 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
             "samples": samples}
 
 
+def xla_counts(library: str, case: Callable, args: argparse.Namespace) -> Dict[str, Tuple[float, float]]:
+    """XLA's cost analysis (GFLOP, GB accessed) of the compiled step, sums and sums with the
+    model's own remat: the work, independent of the machine's load."""
+    tokens = jax.random.randint(jax.random.PRNGKey(3), (args.batch, args.tokens), 0, args.vocab)
+    loss_fn, model, sites = case(args.vocab, args.width, args.heads, args.layers, tokens)
+    if library != "flax-linen":
+        raise SystemExit("--flops measures the flax-linen case only")
+    fns = {"step": jax.value_and_grad(loss_fn),
+           "sums": lambda v, t: residual_sums(loss_fn, v, t, sites=sites),
+           "sums recompute": lambda v, t: residual_sums(loss_fn, v, t, sites=sites, recompute=True)}
+    out = {}
+    for name, fn in fns.items():
+        cost = jax.jit(fn).lower(model, tokens).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        out[name] = (float(cost["flops"]) / 1e9, float(cost["bytes accessed"]) / 1e9)
+    return out
+
+
 def peak_line() -> str:
     """The machine line: bench_peak.py's no-FMA multiply-add rate on one thread."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -251,7 +269,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--vocab", type=int, default=1024)
     ap.add_argument("--libraries", default="flax-linen,flax-nnx,equinox", help="comma-separated subset")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--flops", action="store_true", help="print XLA's FLOP and byte counts instead of timing")
     args = ap.parse_args(argv)
+    if args.flops:
+        counts = xla_counts(args.libraries.split(",")[0], linen_case, args)
+        for name, (gflop, gb) in counts.items():
+            print(f"{name:<15} {gflop:8.3f} GFLOP {gflop / counts['step'][0]:6.3f} x step  {gb:7.3f} GB accessed")
+        return 0
     print(f"{platform.processor() or platform.machine()}, {_cpu_name()}; {peak_line()}")
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64; width {args.width}, {args.layers} layers, "
           f"{args.heads} heads, vocabulary {args.vocab}, batch {args.batch} x {args.tokens} tokens")
