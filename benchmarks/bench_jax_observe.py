@@ -14,7 +14,8 @@ Every side is compiled once (a warm-up each) and timed interleaved, with
 * ``sums``: ``jax.jit`` of :func:`pydepth.jax.residual_sums` (the reverse pass with respect to
   the site dummies only), plus turning its ``[L, 3, 5]`` sums into the report on the host;
 * ``public``: the public :func:`pydepth.jax.observe_residual_health` as a loop calls it (its
-  compiled observer cached after the warm-up).
+  compiled observer cached after the warm-up): checkpointed regions keep their residuals;
+* ``recompute``: the same with ``recompute=True`` (the model's own remat: one more forward).
 
 Prints the machine's no-FMA multiply-add line (bench_peak.py), medians, the ratios and every
 sample (float64, x64 on).
@@ -200,8 +201,11 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
     def run_public() -> None:
         observe_residual_health(loss_fn, model, tokens, sites=sites)
 
-    samples: Dict[str, List[float]] = {"step": [], "sums": [], "public": []}
-    sides = (("step", run_step), ("sums", run_observe), ("public", run_public))
+    def run_recompute() -> None:
+        observe_residual_health(loss_fn, model, tokens, sites=sites, recompute=True)
+
+    samples: Dict[str, List[float]] = {"step": [], "sums": [], "public": [], "recompute": []}
+    sides = (("step", run_step), ("sums", run_observe), ("public", run_public), ("recompute", run_recompute))
     for _, fn in sides:
         fn()  # compile each
     for _ in range(args.repeats):
@@ -211,7 +215,27 @@ def measure(library: str, case: Callable, args: argparse.Namespace) -> Dict[str,
             samples[name].append(time.perf_counter() - t0)
     med = {name: statistics.median(v) for name, v in samples.items()}
     return {"library": library, "step_s": med["step"], "observe_s": med["sums"], "public_s": med["public"],
-            "ratio": med["sums"] / med["step"], "public_ratio": med["public"] / med["step"], "samples": samples}
+            "recompute_s": med["recompute"], "ratio": med["sums"] / med["step"],
+            "public_ratio": med["public"] / med["step"], "recompute_ratio": med["recompute"] / med["step"],
+            "samples": samples}
+
+
+def xla_counts(library: str, case: Callable, args: argparse.Namespace) -> Dict[str, Tuple[float, float]]:
+    """XLA's cost analysis (GFLOP, GB accessed) of the compiled step, sums and sums with the
+    model's own remat: the work, independent of the machine's load."""
+    tokens = jax.random.randint(jax.random.PRNGKey(3), (args.batch, args.tokens), 0, args.vocab)
+    loss_fn, model, sites = case(args.vocab, args.width, args.heads, args.layers, tokens)
+    if library != "flax-linen":
+        raise SystemExit("--flops measures the flax-linen case only")
+    fns = {"step": jax.value_and_grad(loss_fn),
+           "sums": lambda v, t: residual_sums(loss_fn, v, t, sites=sites),
+           "sums recompute": lambda v, t: residual_sums(loss_fn, v, t, sites=sites, recompute=True)}
+    out = {}
+    for name, fn in fns.items():
+        cost = jax.jit(fn).lower(model, tokens).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        out[name] = (float(cost["flops"]) / 1e9, float(cost["bytes accessed"]) / 1e9)
+    return out
 
 
 def peak_line() -> str:
@@ -245,16 +269,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--vocab", type=int, default=1024)
     ap.add_argument("--libraries", default="flax-linen,flax-nnx,equinox", help="comma-separated subset")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--flops", action="store_true", help="print XLA's FLOP and byte counts instead of timing")
     args = ap.parse_args(argv)
+    if args.flops:
+        counts = xla_counts(args.libraries.split(",")[0], linen_case, args)
+        for name, (gflop, gb) in counts.items():
+            print(f"{name:<15} {gflop:8.3f} GFLOP {gflop / counts['step'][0]:6.3f} x step  {gb:7.3f} GB accessed")
+        return 0
     print(f"{platform.processor() or platform.machine()}, {_cpu_name()}; {peak_line()}")
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64; width {args.width}, {args.layers} layers, "
           f"{args.heads} heads, vocabulary {args.vocab}, batch {args.batch} x {args.tokens} tokens")
     cases = {"flax-linen": linen_case, "flax-nnx": nnx_case, "equinox": equinox_case}
     rows = [measure(name, cases[name], args) for name in args.libraries.split(",")]
-    print(f"{'library':<11} {'step ms':>9} {'sums ms':>9} {'public ms':>10} {'sums/step':>10} {'public/step':>12}")
+    print(f"{'library':<11} {'step ms':>9} {'sums ms':>9} {'public ms':>10} {'recompute ms':>13} {'sums/step':>10} "
+          f"{'public/step':>12} {'recompute/step':>15}")
     for r in rows:
         print(f"{r['library']:<11} {1e3 * r['step_s']:9.2f} {1e3 * r['observe_s']:9.2f} {1e3 * r['public_s']:10.2f} "
-              f"{r['ratio']:10.2f} {r['public_ratio']:12.2f}")
+              f"{1e3 * r['recompute_s']:13.2f} {r['ratio']:10.2f} {r['public_ratio']:12.2f} "
+              f"{r['recompute_ratio']:15.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "rows": rows}, fh, indent=1)

@@ -201,6 +201,10 @@ class JaxMonitorSettingError(JaxBridgeError, ValueError):
     """A JAX health monitor setting is out of range (``every`` not a positive integer)."""
 
 
+class JaxNamedArrayError(JaxBridgeError, TypeError):
+    """A model holds haliax ``NamedArray`` parameters (Levanter), which the JAX bridge does not read."""
+
+
 class JaxAlreadyScaledError(JaxBridgeError, AlreadyScaledError):
     """A JAX model carries the mark of an earlier depth scaling (pass ``force=True`` to repeat it)."""
 

@@ -202,3 +202,22 @@ def test_pydepth_imports_without_jax_and_the_bridge_names_the_extra(tmp_path):
     plain = subprocess.run([sys.executable, "-c", "import sys, pydepth; print('jax' in sys.modules)"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert plain.stdout.strip() == "False", plain.stderr
+
+
+def test_the_observation_saves_matrix_products_of_a_remat_model_instead_of_a_second_forward():
+    _, variables, loss_fn, _ = M.linen_model(True, 3)  # nn.remat + nn.scan
+    sites = ResidualSites("decoder", "attention", layer_axis=1)
+    toks = M.tokens()
+
+    def sums(recompute):
+        return jax.jit(lambda v, t: residual_sums(loss_fn, v, t, sites=sites, recompute=recompute))
+
+    saved, again = (np.asarray(sums(r)(variables, toks), dtype=np.float64) for r in (False, True))
+    assert np.array_equal(saved.view(np.uint64), again.view(np.uint64))
+    dots = [sums(r).lower(variables, toks).as_text().count("stablehlo.dot_general") for r in (False, True)]
+    assert dots[0] < dots[1]  # the recomputed forward's products are gone from the reverse pass
+    report = observe_residual_health(loss_fn, variables, toks, sites=sites)
+    assert report.to_dict() == observe_residual_health(loss_fn, variables, toks, sites=sites,
+                                                       recompute=True).to_dict()
+    with pytest.raises(pydepth.ArgumentTypeError, match="recompute must be a bool"):
+        observe_residual_health(loss_fn, variables, toks, sites=sites, recompute="yes")

@@ -35,3 +35,34 @@ def test_a_layer_axis_that_is_not_the_scans_is_refused_with_the_extents_found():
     with pytest.raises(SiteSpecError, match=r"layer_axis 0 is not the layer axis .* extents \["):
         observe_residual_health(loss_fn, variables, M.tokens(), sites=ResidualSites("decoder", "attention",
                                                                                     layer_axis=0))
+
+
+def test_a_haliax_named_array_parameter_is_refused_by_name():
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from pydepth import JaxNamedArrayError
+
+    # haliax 1.3 does not import with the supported JAX: a stand-in of the same module and name
+    class NamedArray:
+        def __init__(self, array, axes):
+            self.array, self.axes = array, axes
+
+    NamedArray.__module__ = "haliax.core"
+    jax.tree_util.register_pytree_node(NamedArray, lambda n: ((n.array,), n.axes),
+                                       lambda axes, children: NamedArray(children[0], axes))
+
+    class Levanterish(eqx.Module):
+        weight: NamedArray
+
+        def __call__(self, x):
+            return x @ self.weight.array
+
+    model = Levanterish(NamedArray(jnp.ones((3, 3)), ("embed", "mlp")))
+    loss_fn = lambda m, b: jnp.mean(m(b) ** 2)  # noqa: E731
+    for call in (lambda: observe_residual_health(loss_fn, model, jnp.ones((2, 3)), sites=ResidualSites("x", None)),
+                 lambda: apply_depth_scaling(model, patterns=[r"weight"]),
+                 lambda: audit_initialization(model, patterns=[r"weight"])):
+        with pytest.raises(JaxNamedArrayError, match=r"NamedArrays \(\.weight"):
+            call()

@@ -61,7 +61,28 @@ def library_of(model: Any) -> str:
         return "nnx"
     eqx = sys.modules.get("equinox")
     if eqx is not None and isinstance(model, eqx.Module):
+        refuse_named_arrays(model)
         return "equinox"
     raise ArgumentTypeError(f"model must be Flax Linen variables (a mapping with 'params'), a Flax NNX "
                             f"module, an Equinox module or pydepth.jax.PlainParams(params) of a plain "
                             f"loss_fn(params, batch), got {type(model).__name__}")
+
+
+def _is_named_array(node: Any) -> bool:
+    # by name: haliax need not import here (haliax 1.3 does not with JAX 0.10)
+    kind = type(node)
+    return kind.__name__ == "NamedArray" and kind.__module__.split(".")[0] == "haliax"
+
+
+def refuse_named_arrays(model: Any) -> None:
+    """Raises :class:`pydepth.JaxNamedArrayError` when ``model`` holds a haliax ``NamedArray``
+    (a Levanter model): the bridge reads plain arrays and positional axes only."""
+    import jax
+    from ..errors import JaxNamedArrayError
+    paths = jax.tree_util.tree_flatten_with_path(model, is_leaf=_is_named_array)[0]
+    named = [jax.tree_util.keystr(p) for p, leaf in paths if _is_named_array(leaf)]
+    if named:
+        raise JaxNamedArrayError(f"{type(model).__name__} holds haliax NamedArrays ({named[0]} and "
+                                 f"{len(named) - 1} more): pydepth.jax reads Flax and Equinox models of plain "
+                                 "arrays; a Levanter/haliax model is not supported (pass the underlying arrays "
+                                 "in a plain Equinox module, e.g. NamedArray.array)")

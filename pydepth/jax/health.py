@@ -26,6 +26,7 @@ from ._deps import library_of, require_equinox, require_flax
 from ._masks import valid_mask
 from ._observer import ObserverCache, split_model
 from ._probe import added_multiplier
+from ._unremat import without_recompute
 from ._taps import masking, recording_shapes, stats_dummy_shape, tape_dummy_shape, tapping
 from .sites import ResidualSites, report_from_sums
 
@@ -70,32 +71,41 @@ def _probe(adapter: Any, arrays: Any, batch: Any, dummies: Any) -> float:
     return 1.0 if attention is None else added_multiplier(closed, attention)
 
 
-def _cotangents(adapter: Any, arrays: Any, batch: Any, shape: Tuple[int, ...], valid: Optional[Any] = None) -> Any:
+def _cotangents(adapter: Any, arrays: Any, batch: Any, shape: Tuple[int, ...], valid: Optional[Any] = None,
+                recompute: bool = False) -> Any:
     dummies = adapter.zeros(shape)
     with masking(valid):
         multiplier = _probe(adapter, arrays, batch, dummies)
         with tapping(multiplier=multiplier):
-            grads = jax.grad(lambda d: adapter.call(arrays, batch, d))(dummies)
+            def loss(d: Any) -> Any:
+                return adapter.call(arrays, batch, d)
+            grads = jax.grad(loss if recompute else without_recompute(loss, dummies))(dummies)
     return adapter.to_blocks(grads)
 
 
 def residual_sums(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSites, mask: Any = None,
-                  segment_ids: Any = None) -> Any:
+                  segment_ids: Any = None, recompute: bool = False) -> Any:
     """Per-block site sums ``[layers, 3, 5]`` (rows: block input, mid residual, block output;
     columns: Σx², Σg², elements, Σ branch², positions) as a JAX array.
 
     Traceable: call it inside your own ``jax.jit`` (next to a training step) and turn the result
     into a report with :func:`pydepth.jax.sites.report_from_sums`. Arguments as for
     :func:`observe_residual_health` (a traced mask is checked for shape only)."""
+    _check_recompute(recompute)
     valid = valid_mask(mask, segment_ids)
     adapter = _adapter(loss_fn, model, sites)
     adapter.prepare(batch)
-    return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape(), valid)
+    return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape(), valid, recompute)
+
+
+def _check_recompute(recompute: Any) -> None:
+    if not isinstance(recompute, bool):
+        raise ArgumentTypeError(f"recompute must be a bool, got {recompute!r}")
 
 
 def observe_residual_health(loss_fn: LossFn, model: Any, batch: Any, *, sites: ResidualSites,
                             band: BandLike = None, method: str = "sums", jit: bool = True, mask: Any = None,
-                            segment_ids: Any = None) -> DepthHealthReport:
+                            segment_ids: Any = None, recompute: bool = False) -> DepthHealthReport:
     """Activation RMS and completed mean-loss adjoint RMS at every residual site of a JAX model.
 
     ``model`` is Flax Linen variables (``{"params": ...}``), a Flax NNX module or an Equinox
@@ -111,12 +121,16 @@ def observe_residual_health(loss_fn: LossFn, model: Any, batch: Any, *, sites: R
     tensors and uses the core's RMS arithmetic. ``jit`` compiles the reverse pass once per
     (``loss_fn``, ``sites``, model structure), and ``jax.jit`` once per shape, dtype and
     sharding of the arrays: pass the same ``loss_fn`` object in a loop and later calls only run.
-    Nothing in ``model`` changes and no weight gradient is computed."""
+    Checkpointed regions (``nn.remat``, ``jax.checkpoint``) keep their residuals for the reverse
+    pass instead of running the forward again (:mod:`._unremat`: same values, about a third less
+    work, the activation memory of a model without remat); ``recompute=True`` keeps the model's
+    own checkpoint policies. Nothing in ``model`` changes and no weight gradient is computed."""
     low_high = check_band(band)
     if method not in ("sums", "tape"):
         raise ArgumentTypeError(f"method must be 'sums' or 'tape', got {method!r}")
     if not isinstance(jit, bool):
         raise ArgumentTypeError(f"jit must be a bool, got {jit!r}")
+    _check_recompute(recompute)
     valid = valid_mask(mask, segment_ids, concrete=True)
     if method == "tape":
         adapter = _adapter(loss_fn, model, sites)
@@ -126,8 +140,9 @@ def observe_residual_health(loss_fn: LossFn, model: Any, batch: Any, *, sites: R
     _check(loss_fn, sites)
     library = library_of(model)
     arrays, static, rebuild = split_model(library, model)
-    entry = _CACHE.get((loss_fn, sites, library, static), lambda: _Compiled(loss_fn, sites, rebuild, jit)) \
-        if jit else _Compiled(loss_fn, sites, rebuild, jit)
+    entry = _CACHE.get((loss_fn, sites, library, static, recompute),
+                       lambda: _Compiled(loss_fn, sites, rebuild, jit, recompute)) \
+        if jit else _Compiled(loss_fn, sites, rebuild, jit, recompute)
     result = np.asarray(entry.fn(arrays, batch, valid), dtype=np.float64)
     gains, final = entry.gains(model, result.shape[0])
     return report_from_sums(result, attention=sites.attention is not None, band=low_high, gains=gains,
@@ -141,8 +156,9 @@ class _Compiled:
     """The sums of one (loss function, sites, model structure), jitted once; the blocks a Linen
     trace found are kept for reading the norm gains."""
 
-    def __init__(self, loss_fn: LossFn, sites: ResidualSites, rebuild: Callable[[Any], Any], jit: bool) -> None:
-        self.loss_fn, self.sites, self.rebuild = loss_fn, sites, rebuild
+    def __init__(self, loss_fn: LossFn, sites: ResidualSites, rebuild: Callable[[Any], Any], jit: bool,
+                 recompute: bool = False) -> None:
+        self.loss_fn, self.sites, self.rebuild, self.recompute = loss_fn, sites, rebuild, recompute
         self.found: Any = None
         self.fn = jax.jit(self._sums) if jit else self._sums
 
@@ -150,7 +166,7 @@ class _Compiled:
         adapter = _adapter(self.loss_fn, self.rebuild(arrays), self.sites)
         adapter.prepare(batch)
         self.found = getattr(adapter, "found", None)
-        return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape(), valid)
+        return _cotangents(adapter, adapter.arrays(), batch, stats_dummy_shape(), valid, self.recompute)
 
     def gains(self, model: Any, layers: int) -> Tuple[Any, Tuple[float, ...]]:
         """Per-block norm gains and the final norm's, read on the host when the sites name norms."""

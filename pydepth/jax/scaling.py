@@ -56,6 +56,9 @@ def select_projections(leaves: List[Tuple[str, Any]], patterns: Sequence[str], l
         if match is None:
             continue
         if match.groups() and match.group(1) is not None:
+            if not match.group(1).isdigit():
+                raise JaxScalingSchemeError(f"pattern {match.re.pattern!r} captured {match.group(1)!r} in {name}; its "
+                                            "first group must capture the layer index (use (?:...) for other groups)")
             chosen.append(Selected(name, int(match.group(1)), leaf))
             extents.append(int(match.group(1)) + 1)
             continue
