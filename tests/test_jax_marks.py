@@ -217,3 +217,41 @@ def test_equinox_orbax_restore_into_a_fresh_model_keeps_the_guard(tmp_path):
     dynamic, static = eqx.partition(M.EqxDecoder(LAYERS, False, 1), eqx.is_array)
     restored = orbax_round_trip(tmp_path, eqx.filter(scaled, eqx.is_array), dynamic)
     refused_then_forced(eqx.combine(restored, static), EQX, loss_fn)
+
+
+# ------------------------------------------------------------------ another process
+def restored_in_a_new_process(library, tmp_path):
+    """A scaled model saved, the process's memory of its scalings gone (what a new process has),
+    and the weights restored into a freshly built model; with that fresh model and the patterns."""
+    from pydepth.jax import _guard
+    if library == "linen":
+        from flax import serialization
+        scaled, _ = scaled_linen()
+        data = serialization.to_bytes(scaled)
+        _guard.forget_all()
+        return serialization.from_bytes(fresh_linen(), data), fresh_linen(), LINEN
+    if library == "nnx":
+        nnx, model, _ = scaled_nnx()
+        state = jax.tree_util.tree_map(np.asarray, nnx.state(model))
+        _guard.forget_all()
+        fresh = M.NnxDecoder(LAYERS, False, 1)
+        restored = M.NnxDecoder(LAYERS, False, 2)
+        nnx.update(restored, state)
+        return restored, fresh, NNX
+    eqx, scaled, _ = scaled_eqx()
+    eqx.tree_serialise_leaves(tmp_path / "model.eqx", scaled)
+    _guard.forget_all()
+    return eqx.tree_deserialise_leaves(tmp_path / "model.eqx", M.EqxDecoder(LAYERS, False, 1)), \
+        M.EqxDecoder(LAYERS, False, 3), EQX
+
+
+@pytest.mark.parametrize("library", ["linen", "nnx", "equinox"])
+def test_in_a_new_process_restored_scaled_weights_are_refused_by_the_audit_and_fresh_ones_are_not(
+        library, tmp_path):
+    restored, fresh, patterns = restored_in_a_new_process(library, tmp_path)
+    assert scaling_count(restored) == 0  # the samples are gone with the process
+    with pytest.raises(JaxAlreadyScaledError, match=r"1/sqrt\(L\).*audit_initialization.*force=True"):
+        apply_depth_scaling(restored, patterns=patterns)
+    _, record = apply_depth_scaling(restored, patterns=patterns, force=True)
+    assert record.tensors
+    apply_depth_scaling(fresh, patterns=patterns)  # a fresh init reads "unscaled": not refused

@@ -51,6 +51,8 @@ MATRIX_RULES: Dict[str, Tuple[str, Callable[[Shape, bool, float], float]]] = {
     "flax-linen": ("Flax lecun_normal 1/sqrt(fan_in)", _lecun),
     "flax-nnx": ("Flax lecun_normal 1/sqrt(fan_in)", _lecun),
     "equinox": ("Equinox Linear U(+-1/sqrt(fan_in)): 1/sqrt(3 fan_in)", _equinox_linear),
+    # a plain function has no initializer of record: the common fan-in rule, or else the median
+    "jax-function": ("1/sqrt(fan_in)", _lecun),
 }
 
 #: library -> (rule name, std of an embedding from its shape)
@@ -58,6 +60,7 @@ EMBEDDING_RULES: Dict[str, Tuple[str, Callable[[Shape], float]]] = {
     "flax-linen": ("Flax Embed 1/sqrt(features)", lambda shape: 1.0 / math.sqrt(float(shape[-1]))),
     "flax-nnx": ("Flax Embed 1/sqrt(features)", lambda shape: 1.0 / math.sqrt(float(shape[-1]))),
     "equinox": ("Equinox Embedding N(0, 1)", lambda shape: 1.0),
+    "jax-function": ("jax.random.normal N(0, 1)", lambda shape: 1.0),
 }
 
 

@@ -150,6 +150,13 @@ def scaling_count(model: Any) -> int:
     return _count(model, library, leaves)
 
 
+def _fitted_schemes(model: Any, patterns: Sequence[str], depth: int, layer_axis: Optional[int]) -> Tuple[str, ...]:
+    # The guard where the in-memory samples cannot reach (a new process): the audit's per-tensor bases.
+    from .audit import audit_initialization  # audit imports this module
+    follows = audit_initialization(model, patterns=patterns, depth=depth, layer_axis=layer_axis).follows
+    return () if "unscaled" in follows else follows
+
+
 def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme = "1/sqrt(L)",
                         depth: Optional[int] = None, layer_axis: Optional[int] = None,
                         force: bool = False) -> Tuple[Any, DepthScalingRecord]:
@@ -158,8 +165,10 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
     updated in place, a new Equinox module of the same type, or new :class:`pydepth.jax.PlainParams`
     — each with the same tree as before. ``layer_axis`` is the layer axis of stacked tensors
     (e.g. ``param_scan_axis`` of a Linen ``nn.scan``). Every factor is checked before any value
-    changes; weights that carry an earlier scaling (:func:`scaling_count`) are refused
-    (:class:`pydepth.JaxAlreadyScaledError`) unless ``force=True``."""
+    changes; weights that carry an earlier scaling (:func:`scaling_count`), or whose residual
+    output projections the audit finds already scaled against their initializer (a scaled
+    checkpoint restored in another process), are refused (:class:`pydepth.JaxAlreadyScaledError`)
+    unless ``force=True``."""
     if not isinstance(force, bool):
         raise ArgumentTypeError(f"force must be a bool, got {force!r}")
     name, _ = jax_factors(scheme, None)
@@ -170,6 +179,13 @@ def apply_depth_scaling(model: Any, *, patterns: Sequence[str], scheme: Scheme =
                                     "again multiplies the factors — pass force=True if that is what you want")
     chosen, found_depth = select_projections(leaves, patterns, layer_axis, depth)
     _, factors = jax_factors(scheme, found_depth)
+    fits = () if count or force else _fitted_schemes(model, patterns, found_depth, layer_axis)
+    if fits:
+        raise JaxAlreadyScaledError(
+            f"the residual output projections of this {library} model already have the scale of "
+            f"{' and '.join(fits)} against their initializer (pydepth.jax.audit_initialization): they look "
+            "depth-scaled, e.g. restored from a scaled checkpoint in another process; scaling again multiplies "
+            "the factors — pass force=True if the model was drawn that way on purpose")
     new: Dict[str, Any] = {}
     rows: List[ScaledTensor] = []
     units: List[Unit] = []
