@@ -50,11 +50,11 @@ _EVERY = tuple(PARAMETRIZATIONS)
 #: The named grids: ``laptop`` runs in at most 10 minutes on 2 cores (docs/depth-transfer.md has the
 #: measured time), ``cluster`` is the same study larger, for a Dask cluster.
 PRESETS: Dict[str, Dict[str, Any]] = {
-    "laptop": dict(parametrizations=_EVERY, depths=(2, 4, 8, 16), lrs=tuple(2.0 ** k for k in range(-11, -3)),
-                   seeds=(0,), width=32, sequence_length=32, batch_rows=8, eval_rows=32, updates=100, warmup=10),
+    "laptop": dict(parametrizations=_EVERY, depths=(2, 4, 8, 16), lrs=tuple(2.0 ** k for k in range(-10, 0)),
+                   seeds=(0,), width=32, sequence_length=32, batch_rows=8, eval_rows=64, updates=200, warmup=20),
     "cluster": dict(parametrizations=_EVERY, depths=(2, 4, 8, 16, 32, 64),
-                    lrs=tuple(2.0 ** (k / 2) for k in range(-26, -5)), seeds=(0, 1, 2), width=64,
-                    sequence_length=64, batch_rows=16, eval_rows=64, updates=1000, warmup=100),
+                    lrs=tuple(2.0 ** (k / 2) for k in range(-24, 1)), seeds=(0, 1, 2), width=64,
+                    sequence_length=64, batch_rows=16, eval_rows=128, updates=1000, warmup=100),
 }
 
 
@@ -92,7 +92,8 @@ class TransferResult:
 
 def read_transfer_spec(out: PathLike) -> TransferSpec:
     """The spec of the study stored in ``out``."""
-    return read_spec(out, TRANSFER_STORE)  # type: ignore[no-any-return]
+    spec: TransferSpec = read_spec(out, TRANSFER_STORE)
+    return spec
 
 
 def read_transfer_table(out: PathLike) -> Any:
