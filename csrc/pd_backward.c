@@ -12,6 +12,7 @@
 #include "pd_shapes.h"
 #include "pd_tensor.h"
 #include "ops/attention.h"
+#include "ops/branch.h"
 #include "ops/embedding.h"
 #include "ops/heads.h"
 #include "ops/loss.h"
@@ -36,6 +37,7 @@ typedef struct {
     double *rot_key_heads, *key_heads, *value_heads; /* [B, K, T, D] */
     double *key, *value;                             /* [N, KD] */
     double *attn_norm_out;                           /* [N, W] */
+    double *branch;                                  /* [N, W] mu times a site adjoint; NULL without multipliers */
     double *inverse_rms, *mean_square;               /* [N], filled only on request */
 } block_adjoints;
 
@@ -143,6 +145,16 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     return pd_check_finite(s->residual, N * W, -1, PD_N_ADJOINT, e);
 }
 
+/* The adjoint of a branch's unscaled product: the site adjoint u itself when mu == 1.0, else
+ * mu * u rounded once into scratch (docs/numerics.md §6.4). */
+static pd_status branch_adjoint(double mu, const double *u, double *scratch, size_t n, int blk,
+                                const double **out, pd_error *e) {
+    if (mu == 1.0) return PD_OK;
+    pd_scale_vec(n, mu, u, scratch);
+    *out = scratch;
+    return pd_check_finite(scratch, n, blk, PD_N_ADJOINT, e);
+}
+
 /* block_forward read backwards: s->residual holds the adjoint of the block output on entry and
  * the adjoint of its input on return. */
 static pd_status block_backward(const pd_graph *g, size_t b, const selection *sel,
@@ -162,8 +174,11 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_BLOCK_OUTPUT, A, N * W);
     capture(sel, blk, PD_N_FFN_OUTPUT, A, N * W); /* the residual add hands A unchanged to ffn_out */
     if (g->lean) swiglu_again(g, r);
-    pd_mm_nt(N, W, F, A, W, P[PD_P_WD]->value, W, d->product, F, 0);
-    wgrad(B, T, F, W, rec[PD_N_PRODUCT], A, G[PD_P_WD]);
+    const double mu = pd_model_branch(m, b);
+    const double *u_ffn = A; /* the adjoint of the unscaled ffn product */
+    PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
+    pd_mm_nt(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0);
+    wgrad(B, T, F, W, rec[PD_N_PRODUCT], u_ffn, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
                                   rec[PD_N_GATE_LINEAR]};
@@ -182,8 +197,10 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
                   &d_ffn_norm);
     PD_TRY(completed(sel, blk, PD_N_AFTER_ATTENTION, AA, N * W, e));
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
-    pd_mm_nt(N, W, W, AA, W, P[PD_P_WO]->value, W, d->merged, W, 0);
-    wgrad(B, T, W, W, rec[PD_N_MERGED], AA, G[PD_P_WO]);
+    const double *u_attn = AA; /* the adjoint of the unscaled attention product */
+    PD_TRY(branch_adjoint(mu, AA, d->branch, N * W, blk, &u_attn, e));
+    pd_mm_nt(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0);
+    wgrad(B, T, W, W, rec[PD_N_MERGED], u_attn, G[PD_P_WO]);
     PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
@@ -268,8 +285,9 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
 }
 
 /* Cuts the adjoints from c, or only measures them over a NULL base. */
-static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_COUNT]) {
+static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_COUNT], int branch) {
     block_adjoints *d = &s->d;
+    d->branch = branch ? pd_carve(c, 1, PD_S_ROWS_W, x) : NULL;
     s->gather = pd_carve(c, 1, PD_S_ROWS_W, x);
     s->residual = pd_carve(c, 1, PD_S_ROWS_W, x);
     s->after_attn = pd_carve(c, 1, PD_S_ROWS_W, x);
@@ -308,12 +326,12 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_
     if (!s->touched || !s->gather_row || !s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
     pd_graph_extents(g, x);
     pd_carver measure = {NULL, 0, 0};
-    scratch_bind(s, &measure, x);
+    scratch_bind(s, &measure, x, g->model->branch != NULL);
     if (measure.overflow) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
     s->arena = pd_buf_get(measure.used, 0, e);
     if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, measure.used, 0.0, -1, -1);
     pd_carver cut = {s->arena, 0, 0};
-    scratch_bind(s, &cut, x);
+    scratch_bind(s, &cut, x, g->model->branch != NULL);
     return PD_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "pd_tensor.h"
 #include "kernels/gemm.h"
 #include "ops/attention.h"
+#include "ops/branch.h"
 #include "ops/embedding.h"
 #include "ops/heads.h"
 #include "ops/loss.h"
@@ -24,6 +25,14 @@ static pd_status norm_forward(const pd_graph *g, const double *x, const double *
     return pd_rmsnorm_forward(&geom, x, gain, r, blk, node, e);
 }
 
+/* A branch output becomes what the block adds, mu times it rounded once (docs/numerics.md §5.9);
+ * mu == 1.0 leaves it untouched, so a model without multipliers keeps its bits. */
+static pd_status branch_scale(double mu, double *v, size_t n, int blk, int node, pd_error *e) {
+    if (mu == 1.0) return PD_OK;
+    pd_scale_vec(n, mu, v, v);
+    return pd_check_finite(v, n, blk, node, e);
+}
+
 /* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
 static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_block_rec *r,
                                pd_error *e) {
@@ -35,6 +44,7 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     const pd_norm_rec attn_norm = pd_block_attn_norm(r), ffn_norm = pd_block_ffn_norm(r);
     double *const *rec = r->v;
     const int blk = (int)b;
+    const double mu = pd_model_branch(m, b);
     PD_TRY(norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e));
     const double *an = rec[PD_N_ATTN_NORM_OUTPUT];
     pd_mm_nn(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0);
@@ -56,6 +66,7 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_merge_heads(B, T, c->heads, D, rec[PD_N_HEAD_OUTPUTS], rec[PD_N_MERGED]);
     pd_mm_nn(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0);
     PD_TRY(pd_check_finite(rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
+    PD_TRY(branch_scale(mu, rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
     pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]);
     PD_TRY(pd_check_finite(rec[PD_N_AFTER_ATTENTION], N * W, blk, PD_N_AFTER_ATTENTION, e));
     const double *after_attn = rec[PD_N_AFTER_ATTENTION];
@@ -71,6 +82,7 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
     pd_mm_nn(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0);
     PD_TRY(pd_check_finite(rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
+    PD_TRY(branch_scale(mu, rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
     pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]);
     PD_TRY(pd_check_finite(rec[PD_N_BLOCK_OUTPUT], N * W, blk, PD_N_BLOCK_OUTPUT, e));
     return PD_OK;

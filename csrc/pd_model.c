@@ -3,6 +3,7 @@
  * and the model a forward runs. */
 #include <math.h>
 #include <stdio.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pd_model.h"
@@ -214,6 +215,27 @@ void pd_model_free(pd_model *m) {
     free(m->rope_sin);
     free(m->rope_cos);
     free(m->shared);
+    free(m->branch);
     m->rope_sin = m->rope_cos = NULL;
     m->shared = NULL;
+    m->branch = NULL;
+}
+
+pd_status pd_model_set_branch(pd_model *m, const double *mu, pd_error *e) {
+    const size_t L = m->cfg.layers;
+    int any = 0;
+    for (size_t b = 0; b < L; b++) {
+        /* the negated test also refuses NaN */
+        if (!(mu[b] > 0.0 && mu[b] <= DBL_MAX)) return pd_fail(e, PD_ERR_NONFINITE, b, mu[b], (int)b, -1);
+        any |= mu[b] != 1.0;
+    }
+    double *copy = NULL;
+    if (any) {
+        copy = malloc(L * sizeof(double));
+        if (!copy) return pd_fail(e, PD_ERR_ALLOC, L, 0.0, -1, -1);
+        memcpy(copy, mu, L * sizeof(double));
+    }
+    free(m->branch);
+    m->branch = copy;
+    return PD_OK;
 }

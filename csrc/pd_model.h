@@ -30,6 +30,7 @@ typedef struct {
     pd_param **params;           /* borrowed, in declaration order (pd_params.h) */
     uint8_t *shared;             /* [n_params]: another slot names the same parameter */
     double *rope_sin, *rope_cos; /* [max_positions, head_width/2] */
+    double *branch;              /* [layers] residual-branch multipliers (numerics.md §5.9); NULL: all 1.0 */
 } pd_model;
 
 /* The configuration checks, X(index, rule): pd_config_validate runs them in the reference's
@@ -68,6 +69,13 @@ pd_status pd_params_check(const pd_config *c, pd_param *const *params, size_t n,
 
 pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e);
 void pd_model_free(pd_model *m);
+
+/* Sets every block's residual-branch multiplier from mu[layers] (copied; all 1.0 stores none).
+ * A multiplier that is not positive and finite is PD_ERR_NONFINITE naming its block; the model
+ * keeps its old multipliers then. */
+pd_status pd_model_set_branch(pd_model *m, const double *mu, pd_error *e);
+/* Block b's residual-branch multiplier; 1.0 means the forward and reverse skip the multiply. */
+static inline double pd_model_branch(const pd_model *m, size_t b) { return m->branch ? m->branch[b] : 1.0; }
 
 /* Block b's parameters, indexed by slot (PD_P_*). */
 static inline pd_param *const *pd_model_block(const pd_model *m, size_t b) {

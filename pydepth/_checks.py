@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import TYPE_CHECKING, Any, Optional, Type
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,3 +67,32 @@ def plain_array(name: str, value: Any, error: Type[Exception], **kw: Any) -> np.
         return np.asarray(value, **kw)
     except (ValueError, TypeError, OverflowError) as err:
         raise error(f"{name} is not a rectangular numeric array: {err}") from None
+
+
+def branch_tuple(layers: int, value: Any, error: Type[Exception]) -> Optional[Tuple[float, ...]]:
+    """``value`` (None, one real number for every block, or one per block) as a tuple of
+    ``layers`` floats, or None when every multiplier is 1.0 (the model then has none). A value
+    that is not a positive finite real number raises ``error`` naming the block
+    (the residual-branch multipliers of docs/numerics.md §5.9)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        values: Tuple[Any, ...] = (value,) * layers
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise error(
+                f"branch multipliers must be a real number or one per block, got {value!r:.80}"
+            ) from None
+    if len(values) != layers:
+        raise error(f"branch multipliers: {len(values)} given for a decoder of {layers} blocks")
+    out = []
+    for b, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise error(f"branch multiplier of block {b} must be a real number, got {v!r:.80}")
+        f = float(v)
+        if not (math.isfinite(f) and f > 0.0):
+            raise error(f"branch multiplier of block {b} must be positive and finite, got {f!r}")
+        out.append(f)
+    return None if all(f == 1.0 for f in out) else tuple(out)

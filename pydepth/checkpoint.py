@@ -21,8 +21,8 @@ from ._native._rng import SplitMix64
 from .config import DecoderConfig
 from .depth_init import DepthInitializationRecord, DepthInitializedDecoder
 from .errors import (ArgumentTypeError, CheckpointError, CheckpointFormatError, CheckpointMismatchError,
-                     CheckpointVersionError, ConfigError, OptimizerError, OptimizerStateError, PydepthError,
-                     StateDictError)
+                     CheckpointVersionError, ConfigError, OptimizerError, OptimizerStateError, ParametrizationError,
+                     PydepthError, StateDictError)
 from .model import DecoderModel
 from . import optim
 from ._version import __version__
@@ -35,6 +35,8 @@ NUMERICS_CONTRACT_VERSION = 1
 _OPTIMIZER_PREFIX = "optimizer."
 _META_KEYS = {"checkpoint_format", "numerics_contract", "pydepth_version", "config", "record",
               "rng_state", "step", "optimizer", "extra"}
+#: Written only by a model with residual-branch multipliers, so every other checkpoint keeps its bytes.
+_OPTIONAL_META_KEYS = {"branch_multipliers"}
 
 __all__ = ["Checkpoint", "save", "load", "CHECKPOINT_FORMAT", "NUMERICS_CONTRACT_VERSION"]
 
@@ -112,6 +114,8 @@ def save(path: Union[str, os.PathLike[str]], model: Union[DecoderModel, DepthIni
     if optimizer is not None:
         meta["optimizer"] = _optimizer_meta(model, optimizer, tensors)
     meta["extra"] = extra
+    if any(mu != 1.0 for mu in model.branch_multipliers):
+        meta["branch_multipliers"] = list(model.branch_multipliers)
     blob = _encode(tensors, meta)
     write_atomically(os.fspath(path), lambda fh: fh.write(blob))
 
@@ -160,8 +164,9 @@ def load(path: Union[str, os.PathLike[str]]) -> Checkpoint:
     _, tensors = container.read(name, _entry_cap, select)
     meta, config = plan["meta"], plan["config"]
     try:
-        model = DecoderModel.from_state_dict(config, {n: tensors[n] for n in plan["parameters"]})
-    except StateDictError as err:
+        model = DecoderModel.from_state_dict(config, {n: tensors[n] for n in plan["parameters"]},
+                                             branch_multipliers=meta.get("branch_multipliers"))
+    except (StateDictError, ParametrizationError) as err:
         raise CheckpointFormatError(f"{path}: {err}") from None
     optimizer_state = _optimizer_state(path, model, tensors, meta["optimizer"])
     record = _record(path, config, meta["record"])
@@ -223,9 +228,13 @@ def _read_metadata(metadata: Mapping[str, str], path: str) -> Dict[str, Any]:
         if v > ours:
             raise CheckpointVersionError(f"{path}: written under {key} {v}; this pydepth "
                                          f"{_pydepth_version()} reads up to {ours}")
-    if set(meta) != _META_KEYS:
+    if not _META_KEYS <= set(meta) <= _META_KEYS | _OPTIONAL_META_KEYS:
         raise CheckpointFormatError(f"{path}: metadata keys: missing {sorted(_META_KEYS - set(meta))}, "
-                                    f"unknown {sorted(set(meta) - _META_KEYS)}")
+                                    f"unknown {sorted(set(meta) - _META_KEYS - _OPTIONAL_META_KEYS)}")
+    branch = meta.get("branch_multipliers", [])
+    if not isinstance(branch, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in branch):
+        raise CheckpointFormatError(f"{path}: metadata branch_multipliers must be a list of numbers, "
+                                    f"got {str(branch)[:80]}")
     if not isinstance(meta["pydepth_version"], str):
         raise CheckpointFormatError(f"{path}: metadata pydepth_version must be a string")
     return meta

@@ -14,9 +14,9 @@ from ._native._rng import SplitMix64
 from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
-from ._checks import plain_array
+from ._checks import branch_tuple, plain_array
 from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
-                     GraphReleasedError, ParameterLayoutError, ParameterNameError, StateDictError,
+                     GraphReleasedError, ParameterLayoutError, ParameterNameError, ParametrizationError, StateDictError,
                      TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
@@ -528,13 +528,18 @@ def _targets_array(targets: Any, shape: Tuple[int, int]) -> Tuple[np.ndarray, np
 
 class DecoderModel:
     """A pre-norm decoder (RMSNorm, RoPE attention, SwiGLU, tied head) over C-owned float64
-    parameters. Forward, loss and gradients are bit-identical to the reference core."""
+    parameters. Forward, loss and gradients are bit-identical to the reference core.
 
-    def __init__(self, config: DecoderConfig, rng: SplitMix64) -> None:
+    ``branch_multipliers`` (one positive finite number for every block, or one per block;
+    default none) multiplies each block's two residual branches in the forward and their
+    adjoints in the reverse pass (docs/numerics.md §5.9); it is fixed for the model's life."""
+
+    def __init__(self, config: DecoderConfig, rng: SplitMix64, *, branch_multipliers: Any = None) -> None:
         if not isinstance(config, DecoderConfig):
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not isinstance(rng, SplitMix64):
             raise ArgumentTypeError(f"rng must be a pydepth.SplitMix64, got {type(rng).__name__}")
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         _check_allocatable(config)
         layout = config.parameter_layout()
         try:
@@ -545,33 +550,45 @@ class DecoderModel:
         except MemoryError:
             raise AllocationError(f"cannot allocate {config.parameter_count} parameters "
                                   f"({config.parameter_count * 8} bytes)") from None
-        self._setup(config, [NamedParameter._wrap(n, p) for (n, _), p in zip(layout, raw)])
+        self._setup(config, [NamedParameter._wrap(n, p) for (n, _), p in zip(layout, raw)], branch)
 
     @classmethod
-    def from_parameters(cls, config: DecoderConfig, parameters: Sequence[NamedParameter]) -> DecoderModel:
+    def from_parameters(cls, config: DecoderConfig, parameters: Sequence[NamedParameter], *,
+                        branch_multipliers: Any = None) -> DecoderModel:
         """Assembles a model from an exact parameter list (shared, not copied), after checking
-        count, names, order, shapes and finiteness; nothing is built when a check fails."""
+        count, names, order, shapes and finiteness; nothing is built when a check fails.
+        ``branch_multipliers`` as in the constructor."""
         if not isinstance(config, DecoderConfig):
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         validate_parameter_layout(config, parameters)
         self = cls.__new__(cls)
-        self._setup(config, list(parameters))
+        self._setup(config, list(parameters), branch)
         return self
 
     def clone(self) -> DecoderModel:
         """An independent model with this configuration and copies of this model's parameter
         values: same names and bits, zero gradients, nothing drawn. The same-base unscaled
         control of a depth initialization is ``fresh.base_model.clone()``."""
-        return DecoderModel.from_parameters(self._config, [NamedParameter(p.name, p.value) for p in self._parameters])
+        return DecoderModel.from_parameters(self._config, [NamedParameter(p.name, p.value) for p in self._parameters],
+                                            branch_multipliers=self._branch)
 
-    def _setup(self, config: DecoderConfig, params: List[NamedParameter]) -> None:
+    def _setup(self, config: DecoderConfig, params: List[NamedParameter],
+               branch: Optional[Tuple[float, ...]] = None) -> None:
         self._config = config
         self._parameters = tuple(params)
         self._by_name = {p.name: p for p in params}
+        self._branch = branch
         try:
-            self._core = _graph._Model(config._core_tuple(), [p._p for p in params])
+            self._core = _graph._Model(config._core_tuple(), [p._p for p in params], branch)
         except _status.CoreError as err:
             raise_core(err)
+
+    @property
+    def branch_multipliers(self) -> Tuple[float, ...]:
+        """Each block's residual-branch multiplier μ (docs/numerics.md §5.9): the block adds
+        ``μ·A(x)`` and ``μ·F(m)``; 1.0 (the default) is no multiply at all."""
+        return self._branch if self._branch is not None else (1.0,) * self._config.layers
 
     @property
     def config(self) -> DecoderConfig:
@@ -620,16 +637,21 @@ class DecoderModel:
         return LoadResult(tuple(missing), tuple(unexpected))
 
     @classmethod
-    def from_state_dict(cls, config: DecoderConfig, state: Mapping[str, Any]) -> DecoderModel:
+    def from_state_dict(cls, config: DecoderConfig, state: Mapping[str, Any], *,
+                        branch_multipliers: Any = None) -> DecoderModel:
         """A model with exactly the entries of state (any order; copied), checked against
-        config's layout; nothing is drawn."""
+        config's layout; nothing is drawn. ``branch_multipliers`` as in the constructor."""
         if not isinstance(config, DecoderConfig):
             raise ArgumentTypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError)
         arrays, _, _ = _checked_state(config, state, True)
-        return cls.from_parameters(config, [NamedParameter(n, arrays[n]) for n, _ in config.parameter_layout()])
+        return cls.from_parameters(config, [NamedParameter(n, arrays[n]) for n, _ in config.parameter_layout()],
+                                   branch_multipliers=branch)
 
     def __reduce__(self) -> tuple:
-        return (DecoderModel.from_parameters, (self._config, list(self._parameters)))
+        if self._branch is None:  # the same pickle as before multipliers existed
+            return (DecoderModel.from_parameters, (self._config, list(self._parameters)))
+        return (_model_with_branch, (self._config, list(self._parameters), self._branch))
 
     def _layout(self, source: Any) -> Tuple[Any, ...]:
         cfg = self._config
@@ -689,6 +711,12 @@ class DecoderModel:
         c = self._config
         return (f"DecoderModel(layers={c.layers}, width={c.model_width}, heads={c.heads}, "
                 f"kv_heads={c.kv_heads}, parameters={self.parameter_count})")
+
+
+def _model_with_branch(config: DecoderConfig, parameters: List[NamedParameter],
+                       branch: Tuple[float, ...]) -> DecoderModel:
+    """Unpickles a model built with branch multipliers."""
+    return DecoderModel.from_parameters(config, parameters, branch_multipliers=branch)
 
 
 class LoadResult(NamedTuple):

@@ -101,6 +101,35 @@ def _learning_rate(lr: Any) -> LearningRate:
     return _real("lr", lr)
 
 
+def _checked_factors(factors: Any, params: Tuple[NamedParameter, ...],
+                     fields: Tuple[str, ...]) -> Optional[Dict[str, Dict[str, float]]]:
+    """Per-parameter factors as {name: {field: factor}} with every field present, or None when
+    every factor is 1.0. Unknown names or fields and factors that are not finite and >= 0 are
+    refused with InvalidHyperparameterError naming them."""
+    if factors is None:
+        return None
+    if not isinstance(factors, Mapping):
+        raise InvalidHyperparameterError(f"factors must map parameter names to {{field: factor}}, got "
+                                         f"{type(factors).__name__}")
+    names = {p.name for p in params}
+    out: Dict[str, Dict[str, float]] = {}
+    for name, entry in factors.items():
+        if name not in names:
+            raise InvalidHyperparameterError(f"factors name {name!r:.80}, which is not a parameter of this optimizer")
+        if not isinstance(entry, Mapping) or not set(entry) <= set(fields):
+            raise InvalidHyperparameterError(f"factors of {name} must map some of {list(fields)} to numbers, "
+                                             f"got {entry!r:.120}")
+        row = {}
+        for f in fields:
+            v = _real(f"factors[{name!r}][{f!r}]", entry.get(f, 1.0))
+            if not (math.isfinite(v) and v >= 0.0):
+                raise InvalidHyperparameterError(f"factors[{name!r}][{f!r}] must be finite and >= 0, got {v!r}")
+            row[f] = v
+        if any(v != 1.0 for v in row.values()):
+            out[name] = row
+    return out or None
+
+
 def _parameter_tuple(parameters: Any) -> Tuple[NamedParameter, ...]:
     if isinstance(parameters, NamedParameter) or not isinstance(parameters, Iterable):
         raise ArgumentTypeError("parameters must be an iterable of NamedParameter, e.g. model.parameters, "
@@ -125,12 +154,15 @@ class Optimizer:
     _kind = ""        # the core's name for the update
     _nonnegative_slots: Tuple[str, ...] = ()  # slots that accumulate squares
     _fields: Tuple[str, ...] = ()  # hyperparameters in the core's order (lr first)
+    _factor_fields: Tuple[str, ...] = ()  # hyperparameters a per-parameter factor may scale
 
-    def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float]) -> None:
+    def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float],
+                 factors: Any = None) -> None:
         self._params = _parameter_tuple(parameters)
         self._turn = InTurn()
         self._lr = _learning_rate(lr)
         self._hyper = hyper
+        self._factors = _checked_factors(factors, self._params, self._factor_fields)
         self._step = 0
         self._check(self._current_lr(0))
         self._slots = {p.name: tuple(np.zeros(p.shape) for _ in self.slot_names) for p in self._params}
@@ -251,7 +283,7 @@ class Optimizer:
         except InvalidHyperparameterError as err:
             raise OptimizerStateError(str(err)) from None
         slots = _checked_slots(state["slots"], self._params, fresh.slot_names, fresh._nonnegative_slots)
-        self._lr, self._hyper, self._step = fresh._lr, fresh._hyper, step
+        self._lr, self._hyper, self._factors, self._step = fresh._lr, fresh._hyper, fresh._factors, step
         self._slots = {n: tuple(np.ascontiguousarray(a) for a in s) for n, s in slots.items()}
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -276,19 +308,39 @@ class Optimizer:
                                              "expected a real number")
         return float(value)
 
-    def _core_hparams(self, lr: float) -> tuple:
-        return (lr, *(self._hyper[f] for f in self._fields[1:]))
+    @property
+    def factors(self) -> Dict[str, Dict[str, float]]:
+        """Per-parameter factors ``{name: {field: factor}}`` of the parameters that have any
+        other than 1.0 (docs/numerics-optimizers.md, per-parameter factors); empty when none."""
+        return {n: dict(row) for n, row in (self._factors or {}).items()}
+
+    def _tensor_hparams(self, lr: float, name: str) -> tuple:
+        """One parameter's hyperparameters: each scaled one by its factor, one rounded product."""
+        row = (self._factors or {}).get(name)
+        base = {"lr": lr, **self._hyper}
+        if row is not None:
+            base.update({f: base[f] * v for f, v in row.items() if v != 1.0})
+        return tuple(base[f] for f in self._fields)
+
+    def _core_hparams(self, lr: float) -> Any:
+        if self._factors is None:
+            return (lr, *(self._hyper[f] for f in self._fields[1:]))
+        return [self._tensor_hparams(lr, p.name) for p in self._params]
 
     def _check(self, lr: float) -> None:
         try:
             _optim.optim_check(self._kind, self._core_hparams(lr))
         except CoreError as err:
             self._raise(err)
-        wd = self._hyper["weight_decay"]
-        if not lr * wd < 1.0:  # each step scales parameters by 1 - lr*wd: at 1 or beyond it is no decay
-            raise InvalidHyperparameterError(
-                f"{type(self).__name__} lr*weight_decay must be in [0, 1) (a decay factor 1 - lr*weight_decay in "
-                f"(0, 1]), got lr {lr!r} * weight_decay {wd!r} = {lr * wd!r}")
+        names = [p.name for p in self._params] if self._factors else [""]
+        for name in names:
+            h = dict(zip(self._fields, self._tensor_hparams(lr, name)))
+            lr_p, wd = h["lr"], h["weight_decay"]
+            if not lr_p * wd < 1.0:  # each step scales parameters by 1 - lr*wd: at 1 or beyond it is no decay
+                where = f" for {name}" if name else ""
+                raise InvalidHyperparameterError(
+                    f"{type(self).__name__} lr*weight_decay must be in [0, 1) (a decay factor 1 - lr*weight_decay in "
+                    f"(0, 1]){where}, got lr {lr_p!r} * weight_decay {wd!r} = {lr_p * wd!r}")
 
     def _raise(self, err: CoreError) -> NoReturn:
         call = _translate.OptimizerCall(type(self).__name__, self._fields, [p.name for p in self._params],
@@ -331,15 +383,18 @@ def _checked_slots(slots: Any, params: Tuple[NamedParameter, ...], names: Tuple[
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum and L2 weight decay (PyTorch's SGD
     with dampening 0, no Nesterov): d = g + wd*p; b = d at the first step, else b*momentum + d;
-    p = p - lr*b. Slot: momentum_buffer (only when momentum != 0)."""
+    p = p - lr*b. Slot: momentum_buffer (only when momentum != 0). ``factors`` ({name: {"lr"
+    or "weight_decay": factor}}) gives a parameter ``lr*factor`` and ``weight_decay*factor``
+    (docs/numerics-optimizers.md, per-parameter factors), like torch parameter groups."""
 
     _kind = "sgd"
     _fields = ("lr", "momentum", "weight_decay")
+    _factor_fields = ("lr", "weight_decay")
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, momentum: float = 0.0,
-                 weight_decay: float = 0.0) -> None:
+                 weight_decay: float = 0.0, *, factors: Optional[Mapping[str, Mapping[str, float]]] = None) -> None:
         super().__init__(parameters, lr, {"momentum": _real("momentum", momentum),
-                                          "weight_decay": _real("weight_decay", weight_decay)})
+                                          "weight_decay": _real("weight_decay", weight_decay)}, factors)
 
     @property
     def slot_names(self) -> Tuple[str, ...]:
@@ -348,27 +403,31 @@ class SGD(Optimizer):
 
     def hyperparameters(self) -> Dict[str, Any]:
         lr = self._lr if isinstance(self._lr, float) else _schedule_dict(self._lr)
-        return {"lr": lr, "momentum": self._hyper["momentum"], "weight_decay": self._hyper["weight_decay"]}
+        out = {"lr": lr, "momentum": self._hyper["momentum"], "weight_decay": self._hyper["weight_decay"]}
+        return {**out, "factors": self.factors} if self._factors else out
 
 
 class AdamW(Optimizer):
     """Adam with decoupled weight decay and bias correction (PyTorch's AdamW semantics).
-    Slots: exp_avg, exp_avg_sq."""
+    Slots: exp_avg, exp_avg_sq. ``factors`` ({name: {"lr", "eps" or "weight_decay": factor}})
+    gives a parameter ``lr*factor``, ``eps*factor`` and ``weight_decay*factor``
+    (docs/numerics-optimizers.md, per-parameter factors), like torch parameter groups."""
 
     _kind = "adamw"
     _nonnegative_slots = ("exp_avg_sq",)
     _fields = ("lr", "beta1", "beta2", "eps", "weight_decay")
+    _factor_fields = ("lr", "eps", "weight_decay")
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01) -> None:
+                 weight_decay: float = 0.01, *, factors: Optional[Mapping[str, Mapping[str, float]]] = None) -> None:
         try:
             b1, b2 = betas
         except (TypeError, ValueError):
             raise InvalidHyperparameterError(f"betas must be a pair of real numbers, got {betas!r}") from None
         super().__init__(parameters, lr, {"beta1": _real("beta1", b1), "beta2": _real("beta2", b2),
                                           "eps": _real("eps", eps),
-                                          "weight_decay": _real("weight_decay", weight_decay)})
+                                          "weight_decay": _real("weight_decay", weight_decay)}, factors)
 
     @property
     def slot_names(self) -> Tuple[str, ...]:
@@ -378,7 +437,8 @@ class AdamW(Optimizer):
     def hyperparameters(self) -> Dict[str, Any]:
         h = self._hyper
         lr = self._lr if isinstance(self._lr, float) else _schedule_dict(self._lr)
-        return {"lr": lr, "betas": [h["beta1"], h["beta2"]], "eps": h["eps"], "weight_decay": h["weight_decay"]}
+        out = {"lr": lr, "betas": [h["beta1"], h["beta2"]], "eps": h["eps"], "weight_decay": h["weight_decay"]}
+        return {**out, "factors": self.factors} if self._factors else out
 
 
 def _schedule_dict(schedule: Schedule) -> Any:

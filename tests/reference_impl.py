@@ -406,8 +406,10 @@ def from_lanes(y: np.ndarray) -> np.ndarray:
 
 
 def forward(cfg: Config, params: Mapping[str, np.ndarray], ids: np.ndarray,
-            targets: np.ndarray) -> Dict[str, Any]:
-    """Forward pass (docs/numerics.md §5) returning trace-named values plus what the reverse pass needs."""
+            targets: np.ndarray, branch: Optional[Sequence[float]] = None) -> Dict[str, Any]:
+    """Forward pass (docs/numerics.md §5) returning trace-named values plus what the reverse pass needs;
+    ``branch`` holds each block's residual-branch multiplier (§5.9), None for none."""
+    mus = [1.0] * cfg.L if branch is None else [float(v) for v in branch]
     ids = np.asarray(ids, dtype=np.int64)
     b_count, t_len = ids.shape
     assert 1 <= t_len <= cfg.P
@@ -441,6 +443,8 @@ def forward(cfg: Config, params: Mapping[str, np.ndarray], ids: np.ndarray,
         ho = o.reshape(b_count, cfg.H, t_len, cfg.D)
         mg = from_lanes(ho)
         ao = matmul(mg, wo)
+        if mus[i] != 1.0:                                  # §5.9: mu * branch, rounded once
+            ao = mus[i] * ao
         aa = x + ao
         fn_f = rmsnorm_forward(aa, params[p + "ffn_norm.gain"], cfg.eps)
         fn = fn_f["o"]
@@ -449,6 +453,8 @@ def forward(cfg: Config, params: Mapping[str, np.ndarray], ids: np.ndarray,
         up = matmul(fn, params[p + "ffn.up.weight"])
         pr = gs * up
         dn = matmul(pr, params[p + "ffn.down.weight"])
+        if mus[i] != 1.0:
+            dn = mus[i] * dn
         out = aa + dn
         named += [(p + "attention_norm.mean_square", an_f["m"]),
                   (p + "attention_norm.inverse_rms", an_f["r"]),
@@ -476,7 +482,7 @@ def forward(cfg: Config, params: Mapping[str, np.ndarray], ids: np.ndarray,
               ("loss", np.array(loss, dtype=np.float64))]
     return {"named": named, "sites": sites, "blocks": blocks, "fo_f": fo_f, "prob": prob,
             "loss": loss, "ids": ids, "targets": np.asarray(targets).reshape(-1),
-            "sin": sin, "cos": cos, "kappa": kappa}
+            "sin": sin, "cos": cos, "kappa": kappa, "branch": mus}
 
 
 def rms_back(u: np.ndarray, f: Mapping[str, np.ndarray], g: np.ndarray):
@@ -524,8 +530,10 @@ def backward(cfg: Config, params: Mapping[str, np.ndarray], fw: Mapping[str, Any
         sites[2 * i + 2] = a
         wd, wu, wg = (params[p + k] for k in ("ffn.down.weight", "ffn.up.weight", "ffn.gate.weight"))
         fn = blk["fn_f"]["o"]
-        d_pr = back_x(a, wd)
-        grads[p + "ffn.down.weight"] = wgrad(blk["pr"], a)
+        mu = fw["branch"][i]
+        u_dn = a if mu == 1.0 else mu * a                  # §6.4: the unscaled product's adjoint
+        d_pr = back_x(u_dn, wd)
+        grads[p + "ffn.down.weight"] = wgrad(blk["pr"], u_dn)
         d_gs = d_pr * blk["up"]
         d_up = d_pr * blk["gs"]
         sg, gl = blk["sg"], blk["gl"]
@@ -539,8 +547,9 @@ def backward(cfg: Config, params: Mapping[str, np.ndarray], fw: Mapping[str, Any
         sites[2 * i + 1] = aa_adj
         wq, wk, wv, wo = (params[p + "attention." + k + ".weight"]
                           for k in ("query", "key", "value", "output"))
-        d_mg = back_x(aa_adj, wo)
-        grads[p + "attention.output.weight"] = wgrad(blk["mg"], aa_adj)
+        u_ao = aa_adj if mu == 1.0 else mu * aa_adj
+        d_mg = back_x(u_ao, wo)
+        grads[p + "attention.output.weight"] = wgrad(blk["mg"], u_ao)
         lanes = b_count * heads
         d_o = to_lanes(d_mg, heads).reshape(lanes, t_len, cfg.D)
         ql, kl, vl, pm = blk["ql"], blk["kl"], blk["vl"], blk["pm"]

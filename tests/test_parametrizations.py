@@ -2,6 +2,7 @@
 """The table of named depth parametrizations (docs/depth-parametrizations.md): the chapter row is
 today's policy in every bit, every row's factors equal the cited formulas written out here
 independently, groups cover the native layout, and unknown names are refused with a typed error."""
+
 import math
 import struct
 
@@ -9,8 +10,13 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DepthScalePolicy, ParametrizationError
-from pydepth.parametrizations import (DEFAULT_PARAMETRIZATION, GROUPS, PARAMETRIZATIONS, get_parametrization,
-                                      parameter_group)
+from pydepth.parametrizations import (
+    DEFAULT_PARAMETRIZATION,
+    GROUPS,
+    PARAMETRIZATIONS,
+    get_parametrization,
+    parameter_group,
+)
 
 DEPTHS = (1, 2, 3, 4, 8, 12, 32)
 NAMES = ("chapter", "gpt2", "torchtitan", "standard", "depth-mup", "completep", "completep-0.5")
@@ -32,16 +38,27 @@ EXPECTED = {
     "gpt2": (lambda L, b: 1.0 / math.sqrt(2.0 * L), lambda L: 1.0, ONE, ONE, ONE),
     "torchtitan": (lambda L, b: 1.0 / math.sqrt(2.0 * (b + 1)), lambda L: 1.0, ONE, ONE, ONE),
     "standard": (lambda L, b: 1.0, lambda L: 1.0, ONE, ONE, ONE),
-    "depth-mup": (lambda L, b: 1.0, lambda L: power(L, -0.5),
-                  {"embedding": lambda L: 1.0, "hidden": lambda L: power(L, -0.5), "norm": lambda L: power(L, -0.5)},
-                  ONE, ONE),
-    "completep": (lambda L, b: 1.0, lambda L: power(L, -1.0),
-                  {g: (lambda L: power(L, 1.0 - 1.0)) if g != "embedding" else (lambda L: 1.0) for g in GROUPS},
-                  {g: (lambda L: power(L, -1.0)) for g in GROUPS}, ONE),
-    "completep-0.5": (lambda L, b: 1.0, lambda L: power(L, -0.5),
-                      {"embedding": lambda L: 1.0, "hidden": lambda L: power(L, 0.5 - 1.0),
-                       "norm": lambda L: power(L, 0.5 - 1.0)},
-                      {g: (lambda L: power(L, -0.5)) for g in GROUPS}, ONE),
+    "depth-mup": (
+        lambda L, b: 1.0,
+        lambda L: power(L, -0.5),
+        {"embedding": lambda L: 1.0, "hidden": lambda L: power(L, -0.5), "norm": lambda L: power(L, -0.5)},
+        ONE,
+        ONE,
+    ),
+    "completep": (
+        lambda L, b: 1.0,
+        lambda L: power(L, -1.0),
+        {g: (lambda L: power(L, 1.0 - 1.0)) if g != "embedding" else (lambda L: 1.0) for g in GROUPS},
+        {g: (lambda L: power(L, -1.0)) for g in GROUPS},
+        ONE,
+    ),
+    "completep-0.5": (
+        lambda L, b: 1.0,
+        lambda L: power(L, -0.5),
+        {"embedding": lambda L: 1.0, "hidden": lambda L: power(L, 0.5 - 1.0), "norm": lambda L: power(L, 0.5 - 1.0)},
+        {g: (lambda L: power(L, -0.5)) for g in GROUPS},
+        ONE,
+    ),
 }
 
 
@@ -60,8 +77,7 @@ def test_the_chapter_row_is_todays_policy_factor_in_every_bit(L):
     for b in {0, L // 2, L - 1}:
         assert bits(row.init_factor(L, b)) == bits(DepthScalePolicy(L).factor)
     assert row.branch_multiplier(L) == 1.0
-    assert all(row.lr_factor(L, g) == row.epsilon_factor(L, g) == row.weight_decay_factor(L, g) == 1.0
-               for g in GROUPS)
+    assert all(row.lr_factor(L, g) == row.epsilon_factor(L, g) == row.weight_decay_factor(L, g) == 1.0 for g in GROUPS)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -111,7 +127,7 @@ def test_bad_depth_block_and_group_are_refused_with_typed_errors():
 
 def test_every_native_parameter_has_a_group_and_the_outside_tensors_are_embedding():
     config = DecoderConfig(266, 8, 2, 8, 3, 8)
-    groups = {name: parameter_group(name) for name, _ in config.parameter_layout}
+    groups = {name: parameter_group(name) for name, _ in config.parameter_layout()}
     assert groups["token_embedding.weight"] == groups["final_norm.gain"] == "embedding"
     assert all(g == "norm" for n, g in groups.items() if n.endswith("_norm.gain") and n.startswith("blocks."))
     assert all(g == "hidden" for n, g in groups.items() if n.endswith(".weight") and n.startswith("blocks."))

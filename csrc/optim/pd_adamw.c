@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* AdamW: Adam with decoupled weight decay and bias correction (PyTorch's single-tensor AdamW). */
 #include <math.h>
+#include <stdlib.h>
 #include "pd_adamw.h"
 
 typedef struct {
@@ -66,13 +67,7 @@ pd_status pd_adamw_check(const pd_adamw_hparams *h, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h,
-                        uint64_t step, pd_error *e) {
-    pd_status st = pd_adamw_check(h, e);
-    if (st != PD_OK) return st;
-    if (step == 0) return pd_fail(e, PD_ERR_CONFIG, 5, 0.0, -1, -1);
-    for (size_t i = 0; i < n; i++)
-        if (!t[i].slot[0] || !t[i].slot[1]) return pd_fail(e, PD_ERR_LAYOUT, i, 0.0, (int)i, 1);
+static adamw_scalars adamw_prepare(const pd_adamw_hparams *h, uint64_t step) {
     adamw_scalars s;
     s.decay = 1.0 - h->lr * h->weight_decay;
     s.decays = h->weight_decay != 0.0;
@@ -82,5 +77,30 @@ pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hpara
     s.eps = h->eps;
     s.neg_step = -(h->lr / (1.0 - pd_powi(h->beta1, step)));
     s.bc2_sqrt = sqrt(1.0 - pd_powi(h->beta2, step));
-    return pd_optim_apply(t, n, &s, adamw_chunk, e);
+    return s;
+}
+
+pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h, size_t nh,
+                        uint64_t step, pd_error *e) {
+    if (nh != 1 && nh != n) return pd_fail(e, PD_ERR_LAYOUT, nh, 0.0, -1, -1);
+    for (size_t k = 0; k < nh; k++) {
+        pd_status st = pd_adamw_check(&h[k], e);
+        if (st != PD_OK) {
+            if (nh > 1) e->block = (int)k;
+            return st;
+        }
+    }
+    if (step == 0) return pd_fail(e, PD_ERR_CONFIG, 5, 0.0, -1, -1);
+    for (size_t i = 0; i < n; i++)
+        if (!t[i].slot[0] || !t[i].slot[1]) return pd_fail(e, PD_ERR_LAYOUT, i, 0.0, (int)i, 1);
+    if (nh == 1) {
+        const adamw_scalars s = adamw_prepare(h, step);
+        return pd_optim_apply(t, n, &s, 0, adamw_chunk, e);
+    }
+    adamw_scalars *s = malloc(nh * sizeof *s);
+    if (!s) return pd_fail(e, PD_ERR_ALLOC, nh, 0.0, -1, -1);
+    for (size_t k = 0; k < nh; k++) s[k] = adamw_prepare(&h[k], step);
+    pd_status st = pd_optim_apply(t, n, s, sizeof *s, adamw_chunk, e);
+    free(s);
+    return st;
 }

@@ -34,24 +34,25 @@ static int disjoint(const pd_optim_tensor *t) {
     return 1;
 }
 
-pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars,
+pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars, size_t stride,
                          pd_optim_chunk_fn chunk, pd_error *e) {
     for (size_t i = 0; i < n; i++) {
         if (!t[i].param || !t[i].param->value || !t[i].param->grad || !disjoint(&t[i]))
             return pd_fail(e, PD_ERR_LAYOUT, i, 0.0, (int)i, -1);
     }
     for (size_t i = 0; i < n; i++) {
-        apply_ctx c = {&t[i], scalars, chunk, 0, 0};
+        const void *own = (const char *)scalars + i * stride;
+        apply_ctx c = {&t[i], own, chunk, 0, 0};
         pd_parallel_for(t[i].param->size, PD_OPTIM_GRAIN, apply_task, &c);
         if (c.bad) { /* the first offender, as a serial scan finds it */
             int slot = 0;
             double value = 0.0;
-            size_t at = chunk(scalars, &t[i], 0, t[i].param->size, 0, &slot, &value);
+            size_t at = chunk(own, &t[i], 0, t[i].param->size, 0, &slot, &value);
             return pd_fail(e, PD_ERR_NONFINITE, at, value, (int)i, slot);
         }
     }
     for (size_t i = 0; i < n; i++) {
-        apply_ctx c = {&t[i], scalars, chunk, 1, 0};
+        apply_ctx c = {&t[i], (const char *)scalars + i * stride, chunk, 1, 0};
         pd_parallel_for(t[i].param->size, PD_OPTIM_GRAIN, apply_task, &c);
         t[i].param->revision += 1;
     }

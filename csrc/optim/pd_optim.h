@@ -23,11 +23,13 @@ typedef struct {
 typedef size_t (*pd_optim_chunk_fn)(const void *scalars, const pd_optim_tensor *t, size_t begin,
                                     size_t end, int commit, int *slot, double *value);
 
-/* Checks every element of every tensor, then commits them all and advances every revision. Either
+/* Checks every element of every tensor, then commits them all and advances every revision. Tensor i
+ * runs with the scalars at (const char *)scalars + i * stride: stride 0 shares one set, a stride of
+ * their size gives each tensor its own (per-parameter factors, docs/numerics-optimizers.md). Either
  * everything is updated or nothing changes: PD_ERR_NONFINITE with e->block = tensor, e->index =
  * flat element, e->node = 0 (value) / 1 (slot[0]) / 2 (slot[1]), e->value = the refused result;
  * PD_ERR_LAYOUT for a missing buffer. Results are bit-identical for every thread count. */
-pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars,
+pd_status pd_optim_apply(const pd_optim_tensor *t, size_t n, const void *scalars, size_t stride,
                          pd_optim_chunk_fn chunk, pd_error *e);
 
 /* 1 when x is neither NaN nor infinite; branch-free so that scans over it vectorize. */

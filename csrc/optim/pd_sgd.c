@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SGD with optional momentum and L2 weight decay (PyTorch's SGD without dampening/nesterov). */
 #include <math.h>
+#include <stdlib.h>
 #include "pd_sgd.h"
 
 typedef struct {
@@ -67,13 +68,28 @@ pd_status pd_sgd_check(const pd_sgd_hparams *h, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_sgd_step(const pd_optim_tensor *t, size_t n, const pd_sgd_hparams *h, uint64_t step,
-                      pd_error *e) {
-    pd_status st = pd_sgd_check(h, e);
-    if (st != PD_OK) return st;
+pd_status pd_sgd_step(const pd_optim_tensor *t, size_t n, const pd_sgd_hparams *h, size_t nh,
+                      uint64_t step, pd_error *e) {
+    if (nh != 1 && nh != n) return pd_fail(e, PD_ERR_LAYOUT, nh, 0.0, -1, -1);
+    for (size_t k = 0; k < nh; k++) {
+        pd_status st = pd_sgd_check(&h[k], e);
+        if (st == PD_OK && h[k].momentum != h[0].momentum) st = pd_fail(e, PD_ERR_CONFIG, 1, h[k].momentum, -1, -1);
+        if (st != PD_OK) {
+            if (nh > 1) e->block = (int)k;
+            return st;
+        }
+    }
     if (step == 0) return pd_fail(e, PD_ERR_CONFIG, 3, 0.0, -1, -1);
     for (size_t i = 0; i < n; i++)
         if (h->momentum != 0.0 && !t[i].slot[0]) return pd_fail(e, PD_ERR_LAYOUT, i, 0.0, (int)i, 1);
-    const sgd_scalars s = {h->lr, h->momentum, h->weight_decay, step == 1};
-    return pd_optim_apply(t, n, &s, sgd_chunk, e);
+    if (nh == 1) {
+        const sgd_scalars s = {h->lr, h->momentum, h->weight_decay, step == 1};
+        return pd_optim_apply(t, n, &s, 0, sgd_chunk, e);
+    }
+    sgd_scalars *s = malloc(nh * sizeof *s);
+    if (!s) return pd_fail(e, PD_ERR_ALLOC, nh, 0.0, -1, -1);
+    for (size_t k = 0; k < nh; k++) s[k] = (sgd_scalars){h[k].lr, h[k].momentum, h[k].weight_decay, step == 1};
+    pd_status st = pd_optim_apply(t, n, s, sizeof *s, sgd_chunk, e);
+    free(s);
+    return st;
 }

@@ -101,6 +101,8 @@ cdef extern from "pd_decoder.h":
     pd_status pd_params_check(const pd_config *c, pd_param **params, size_t n, pd_error *e)
     pd_status pd_model_init(pd_model *m, const pd_config *c, pd_param **params, pd_error *e)
     void pd_model_free(pd_model *m)
+    pd_status pd_model_set_branch(pd_model *m, const double *mu, pd_error *e)
+    double pd_model_branch(const pd_model *m, size_t b)
     enum: PD_RECORD_NONE, PD_RECORD_ALL, PD_RECORD_TRAINING
     pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                                const uint8_t *valid, const size_t *pos, const size_t *seg_start,
@@ -135,14 +137,14 @@ cdef extern from "optim/pd_sgd.h":
     ctypedef struct pd_sgd_hparams:
         double lr, momentum, weight_decay
     pd_status pd_sgd_check(const pd_sgd_hparams *h, pd_error *e)
-    pd_status pd_sgd_step(const pd_optim_tensor *t, size_t n, const pd_sgd_hparams *h,
+    pd_status pd_sgd_step(const pd_optim_tensor *t, size_t n, const pd_sgd_hparams *h, size_t nh,
                           uint64_t step, pd_error *e) nogil
 
 cdef extern from "optim/pd_adamw.h":
     ctypedef struct pd_adamw_hparams:
         double lr, beta1, beta2, eps, weight_decay
     pd_status pd_adamw_check(const pd_adamw_hparams *h, pd_error *e)
-    pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h,
+    pd_status pd_adamw_step(const pd_optim_tensor *t, size_t n, const pd_adamw_hparams *h, size_t nh,
                             uint64_t step, pd_error *e) nogil
 
 cdef extern from "pd_grad.h":

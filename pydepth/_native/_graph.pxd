@@ -41,6 +41,7 @@ cdef class _Model:
     cdef readonly list params
     cdef bint ready
     cdef _LockSet grad_lock
+    cdef _set_branch(self, tuple branch)
 
 
 cdef class _Selection:

@@ -387,7 +387,7 @@ cdef class _Model:
     share; parameters already owned by another model keep that model's lock and this one takes
     both), so gradient sums never race and no update runs under a reverse pass."""
 
-    def __cinit__(self, tuple c not None, list params not None):
+    def __cinit__(self, tuple c not None, list params not None, tuple branch=None):
         cdef pd_config cfg
         cdef pd_error e
         self.params = list(params)
@@ -396,6 +396,8 @@ cdef class _Model:
         if st != PD_OK:
             raise_status(st, &e)
         self.ready = True
+        if branch is not None:
+            self._set_branch(branch)
         own = _Lock()
         for p in self.params:
             if (<_Param>p).lock is None:
@@ -406,6 +408,27 @@ cdef class _Model:
         if self.ready:
             pd_model_free(&self.m)
         free(self.ptrs)
+
+    cdef _set_branch(self, tuple branch):
+        # set once, at construction: a recorded graph reads the multipliers again in its reverse pass
+        cdef size_t b, L = self.m.cfg.layers
+        cdef pd_error e
+        if <size_t>len(branch) != L:
+            raise ValueError(f"branch multipliers: {len(branch)} given for {L} blocks")
+        cdef double *mu = <double *>malloc((L if L else 1) * sizeof(double))
+        if mu == NULL:
+            raise MemoryError()
+        for b in range(L):
+            mu[b] = branch[b]
+        cdef pd_status st = pd_model_set_branch(&self.m, mu, &e)
+        free(mu)
+        if st != PD_OK:
+            raise_status(st, &e)
+
+    @property
+    def branch(self):
+        """Every block's residual-branch multiplier (1.0 where none)."""
+        return tuple(pd_model_branch(&self.m, b) for b in range(self.m.cfg.layers))
 
     def checksum_all(self):
         """The value checksums a recorded forward takes (for benchmarks/bench_alias_checksum.py)."""

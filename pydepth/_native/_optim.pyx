@@ -10,7 +10,9 @@ from ._status import CoreError
 
 
 cdef class _Update:
-    """One optimizer's hyperparameters in the core's struct, with its check and its step."""
+    """One optimizer's hyperparameters in the core's structs (one set shared, or one per tensor),
+    with their check and the step."""
+    cdef size_t nh
 
     cdef pd_status check(self, pd_error *e) noexcept:
         return PD_ERR_LAYOUT  # every kind in _UPDATES overrides both
@@ -19,30 +21,68 @@ cdef class _Update:
         return PD_ERR_LAYOUT
 
 
-cdef class _SGD(_Update):
-    cdef pd_sgd_hparams h
+cdef list _sets(object h):
+    """A tuple is one shared set; a list holds one tuple per tensor."""
+    sets = list(h) if isinstance(h, list) else [h]
+    if not sets:
+        raise ValueError("no hyperparameter set")
+    return sets
 
-    def __cinit__(self, tuple h):
-        self.h.lr, self.h.momentum, self.h.weight_decay = h
+
+cdef class _SGD(_Update):
+    cdef pd_sgd_hparams *h
+
+    def __cinit__(self, object h):
+        sets = _sets(h)
+        self.nh = len(sets)
+        self.h = <pd_sgd_hparams *>calloc(self.nh, sizeof(pd_sgd_hparams))
+        if self.h == NULL:
+            raise MemoryError()
+        for k, one in enumerate(sets):
+            self.h[k].lr, self.h[k].momentum, self.h[k].weight_decay = one
+
+    def __dealloc__(self):
+        free(self.h)
 
     cdef pd_status check(self, pd_error *e) noexcept:
-        return pd_sgd_check(&self.h, e)
+        cdef size_t k
+        cdef pd_status st
+        for k in range(self.nh):
+            st = pd_sgd_check(&self.h[k], e)
+            if st != PD_OK:
+                return st
+        return PD_OK
 
     cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
-        return pd_sgd_step(t, n, &self.h, step, e)
+        return pd_sgd_step(t, n, self.h, self.nh, step, e)
 
 
 cdef class _AdamW(_Update):
-    cdef pd_adamw_hparams h
+    cdef pd_adamw_hparams *h
 
-    def __cinit__(self, tuple h):
-        self.h.lr, self.h.beta1, self.h.beta2, self.h.eps, self.h.weight_decay = h
+    def __cinit__(self, object h):
+        sets = _sets(h)
+        self.nh = len(sets)
+        self.h = <pd_adamw_hparams *>calloc(self.nh, sizeof(pd_adamw_hparams))
+        if self.h == NULL:
+            raise MemoryError()
+        for k, one in enumerate(sets):
+            self.h[k].lr, self.h[k].beta1, self.h[k].beta2, self.h[k].eps, self.h[k].weight_decay = one
+
+    def __dealloc__(self):
+        free(self.h)
 
     cdef pd_status check(self, pd_error *e) noexcept:
-        return pd_adamw_check(&self.h, e)
+        cdef size_t k
+        cdef pd_status st
+        for k in range(self.nh):
+            st = pd_adamw_check(&self.h[k], e)
+            if st != PD_OK:
+                return st
+        return PD_OK
 
     cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
-        return pd_adamw_step(t, n, &self.h, step, e)
+        return pd_adamw_step(t, n, self.h, self.nh, step, e)
 
 
 #: The core's name of each update (pydepth.optim's Optimizer._kind) -> its hyperparameters' type.
@@ -56,7 +96,7 @@ def _update_type(str kind):
         raise ValueError(f"unknown optimizer kind {kind!r}") from None
 
 
-def optim_check(str kind, tuple hparams):
+def optim_check(str kind, object hparams):
     """Raises CoreError(PD_ERR_CONFIG, index = field) for a hyperparameter outside its domain."""
     cdef pd_error e
     cdef _Update update = _update_type(kind)(hparams)
@@ -65,9 +105,10 @@ def optim_check(str kind, tuple hparams):
         raise_status(st, &e)
 
 
-def optim_step(str kind, list params, list slots, tuple hparams, uint64_t step):
+def optim_step(str kind, list params, list slots, object hparams, uint64_t step):
     """One update of every parameter: slots[i] is a tuple of writable float64 buffers of
-    params[i].size elements (SGD: (momentum,) or (); AdamW: (exp_avg, exp_avg_sq))."""
+    params[i].size elements (SGD: (momentum,) or (); AdamW: (exp_avg, exp_avg_sq)); hparams
+    is one tuple shared by every parameter, or a list of one tuple per parameter."""
     cdef Py_ssize_t n = len(params)
     cdef pd_error e
     cdef pd_status st

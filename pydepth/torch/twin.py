@@ -30,9 +30,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._checks import branch_tuple
 from ..batch import Batch
 from ..config import DecoderConfig
-from ..errors import ParameterLayoutError
+from ..errors import ParameterLayoutError, ParametrizationError
 from ..model import DecoderModel, NamedParameter, _check_ids, _targets_array, _tokens_array
 
 __all__ = ["PydepthTwin", "TwinOutput", "to_torch", "from_torch", "rope_tables"]
@@ -142,10 +143,12 @@ class _FeedForward(nn.Module):
 
 
 class _Block(nn.Module):
-    """Pre-norm block: ``aa = x + attention(norm(x))``; ``out = aa + ffn(norm(aa))``."""
+    """Pre-norm block: ``aa = x + μ·attention(norm(x))``; ``out = aa + μ·ffn(norm(aa))``, the
+    multiply skipped at μ = 1.0 (docs/numerics.md §5.9)."""
 
-    def __init__(self, config: DecoderConfig, dtype: torch.dtype) -> None:
+    def __init__(self, config: DecoderConfig, dtype: torch.dtype, branch: float = 1.0) -> None:
         super().__init__()
+        self.branch = branch
         w, eps = config.model_width, config.rms_epsilon
         self.attention_norm = _RMSNorm(w, eps, dtype)
         self.attention = _Attention(config, dtype)
@@ -154,8 +157,11 @@ class _Block(nn.Module):
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                 allowed: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        after_attention = x + self.attention(self.attention_norm(x), cos, sin, allowed, valid)
-        return after_attention + self.ffn(self.ffn_norm(after_attention))
+        after_attention = x + self._scaled(self.attention(self.attention_norm(x), cos, sin, allowed, valid))
+        return after_attention + self._scaled(self.ffn(self.ffn_norm(after_attention)))
+
+    def _scaled(self, branch: torch.Tensor) -> torch.Tensor:
+        return branch if self.branch == 1.0 else self.branch * branch
 
 
 @dataclass
@@ -168,26 +174,34 @@ class TwinOutput:
 
 class PydepthTwin(nn.Module):
     """pydepth's decoder in eager PyTorch, with pydepth's parameter names and ``[in, out]``
-    layout in ``state_dict()``. Build it with :func:`to_torch`.
+    layout in ``state_dict()``. Build it with :func:`to_torch`. ``branch_multipliers`` as in
+    :class:`pydepth.DecoderModel` (they are not tensors, so ``state_dict()`` leaves them out).
 
     ``forward(input_ids, targets=None)`` takes token ids ``[B, T]`` (tensor or array) or a
     :class:`pydepth.Batch` (packed segments, padding; its own targets), and returns a
     :class:`TwinOutput`; targets follow pydepth's convention (aligned with the inputs, as in
     ``fwd.loss(targets)``) and the loss is the mean cross entropy over valid targets."""
 
-    def __init__(self, config: DecoderConfig, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(self, config: DecoderConfig, dtype: torch.dtype = torch.float64, *,
+                 branch_multipliers: Any = None) -> None:
         super().__init__()
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         self.config = config
+        branch = branch_tuple(config.layers, branch_multipliers, ParametrizationError) or (1.0,) * config.layers
         self.token_embedding = _Embedding(config.vocabulary_size, config.model_width, dtype)
-        self.blocks = nn.ModuleList(_Block(config, dtype) for _ in range(config.layers))
+        self.blocks = nn.ModuleList(_Block(config, dtype, mu) for mu in branch)
         self.final_norm = _RMSNorm(config.model_width, config.rms_epsilon, dtype)
         cos, sin = rope_tables(config)
         self.register_buffer("rope_cos", torch.from_numpy(cos).to(dtype), persistent=False)
         self.register_buffer("rope_sin", torch.from_numpy(sin).to(dtype), persistent=False)
+
+    @property
+    def branch_multipliers(self) -> Tuple[float, ...]:
+        """Each block's residual-branch multiplier (1.0 where none)."""
+        return tuple(block.branch for block in self.blocks)
 
     def _inputs(self, input_ids: Any, targets: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray,
                                                               np.ndarray, Optional[np.ndarray]]:
@@ -253,7 +267,7 @@ def to_torch(model: DecoderModel, dtype: torch.dtype = torch.float64) -> Pydepth
     rounded once in a narrower ``dtype``)."""
     if not isinstance(model, DecoderModel):
         raise TypeError(f"model must be a pydepth.DecoderModel, got {type(model).__name__}")
-    twin = PydepthTwin(model.config, dtype)
+    twin = PydepthTwin(model.config, dtype, branch_multipliers=model.branch_multipliers)
     state = {p.name: torch.from_numpy(p.snapshot()).to(dtype) for p in model.parameters}
     with torch.no_grad():
         for name, tensor in twin.named_parameters():
@@ -267,10 +281,13 @@ def from_torch(module_or_state_dict: Union[nn.Module, Mapping[str, torch.Tensor]
     dict with pydepth's names and ``[in, out]`` shapes) bit for bit, converted to float64.
 
     ``config`` may be omitted for a :class:`PydepthTwin`. Missing, unexpected or misshapen
-    tensors raise :class:`pydepth.ParameterLayoutError` naming them; nothing is built then."""
+    tensors raise :class:`pydepth.ParameterLayoutError` naming them; nothing is built then.
+    A twin's branch multipliers go with it (a bare state dict has none)."""
+    branch = None
     if isinstance(module_or_state_dict, nn.Module):
-        if config is None and isinstance(module_or_state_dict, PydepthTwin):
-            config = module_or_state_dict.config
+        if isinstance(module_or_state_dict, PydepthTwin):
+            config = module_or_state_dict.config if config is None else config
+            branch = module_or_state_dict.branch_multipliers
         state: Mapping[str, Any] = module_or_state_dict.state_dict()
     elif isinstance(module_or_state_dict, Mapping):
         state = module_or_state_dict
@@ -297,5 +314,6 @@ def from_torch(module_or_state_dict: Union[nn.Module, Mapping[str, torch.Tensor]
         if not tensor.dtype.is_floating_point:
             raise ParameterLayoutError(f"{name}: expected a floating tensor, got {tensor.dtype}")
         params.append(NamedParameter(name, tensor.detach().cpu().to(torch.float64).numpy()))
-    return DecoderModel.from_parameters(config, params)
+    # a twin of another depth fails the layout check above, never here
+    return DecoderModel.from_parameters(config, params, branch_multipliers=branch)
 

@@ -8,6 +8,7 @@ decay scale with depth for each parameter group (docs/numerics-optimizers.md, pe
 is computed once in Python as float64 by the expression the docs name; nothing here is a switch
 on the name: the rows are the rules.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,11 +18,17 @@ from types import MappingProxyType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Tuple
 
-from .depth_init import DepthScalePolicy
-from .errors import ArgumentTypeError, ParametrizationError
+from ..depth_init import DepthScalePolicy
+from ..errors import ArgumentTypeError, ParametrizationError
 
-__all__ = ["GROUPS", "DEFAULT_PARAMETRIZATION", "DepthParametrization", "PARAMETRIZATIONS",
-           "get_parametrization", "parameter_group"]
+__all__ = [
+    "GROUPS",
+    "DEFAULT_PARAMETRIZATION",
+    "DepthParametrization",
+    "PARAMETRIZATIONS",
+    "get_parametrization",
+    "parameter_group",
+]
 
 #: The optimizer groups a native parameter belongs to (see :func:`parameter_group`).
 GROUPS: Tuple[str, ...] = ("embedding", "hidden", "norm")
@@ -29,8 +36,10 @@ GROUPS: Tuple[str, ...] = ("embedding", "hidden", "norm")
 DEFAULT_PARAMETRIZATION = "chapter"
 
 _BLOCK_NORM = re.compile(r"blocks\.(0|[1-9][0-9]*)\.(?:attention_norm|ffn_norm)\.gain")
-_BLOCK_MATRIX = re.compile(r"blocks\.(0|[1-9][0-9]*)\.(?:attention\.(?:query|key|value|output)|"
-                           r"ffn\.(?:gate|up|down))\.weight")
+_BLOCK_MATRIX = re.compile(
+    r"blocks\.(0|[1-9][0-9]*)\.(?:attention\.(?:query|key|value|output)|"
+    r"ffn\.(?:gate|up|down))\.weight"
+)
 _OUTSIDE = ("token_embedding.weight", "final_norm.gain")  # outside the blocks: never depth-scaled
 
 
@@ -132,12 +141,15 @@ class DepthParametrization:
     def summary(self, layers: int) -> Mapping[str, Any]:
         """Every factor this row gives at depth ``layers``, as plain numbers (for records and docs)."""
         n = _layers(layers)
-        return {"name": self.name, "layers": n,
-                "init_factors": [self.init_factor(n, b) for b in range(n)],
-                "branch_multiplier": self.branch_multiplier(n),
-                "lr_factors": {g: self.lr_factor(n, g) for g in GROUPS},
-                "epsilon_factors": {g: self.epsilon_factor(n, g) for g in GROUPS},
-                "weight_decay_factors": {g: self.weight_decay_factor(n, g) for g in GROUPS}}
+        return {
+            "name": self.name,
+            "layers": n,
+            "init_factors": [self.init_factor(n, b) for b in range(n)],
+            "branch_multiplier": self.branch_multiplier(n),
+            "lr_factors": {g: self.lr_factor(n, g) for g in GROUPS},
+            "epsilon_factors": {g: self.epsilon_factor(n, g) for g in GROUPS},
+            "weight_decay_factors": {g: self.weight_decay_factor(n, g) for g in GROUPS},
+        }
 
 
 def _group(group: Any) -> str:
@@ -146,41 +158,74 @@ def _group(group: Any) -> str:
     return str(group)
 
 
-_YANG = ("Yang, Yu, Zhu, Hayou, \"Tensor Programs VI: Feature Learning in Infinite-Depth Neural Networks\", "
-         "arXiv:2310.02244 (ICLR 2024)")
-_DEY = ("Dey, Zhang, Noci, Li, Bordelon, Bergsma, Pehlevan, Hanin, Hestness, \"Don't be lazy: CompleteP "
-        "enables compute-efficient deep transformers\", arXiv:2505.01618 (NeurIPS 2025)")
+_YANG = (
+    'Yang, Yu, Zhu, Hayou, "Tensor Programs VI: Feature Learning in Infinite-Depth Neural Networks", '
+    "arXiv:2310.02244 (ICLR 2024)"
+)
+_DEY = (
+    "Dey, Zhang, Noci, Li, Bordelon, Bergsma, Pehlevan, Hanin, Hestness, \"Don't be lazy: CompleteP "
+    'enables compute-efficient deep transformers", arXiv:2505.01618 (NeurIPS 2025)'
+)
 
 _ROWS: Tuple[DepthParametrization, ...] = (
     DepthParametrization(
-        "chapter", "Chapter: 1/√L at initialization",
+        "chapter",
+        "Chapter: 1/√L at initialization",
         "pydepth chapter 6 (docs/depth-policy.md); the residual-output rule of docs/numerics.md §3.3",
-        _chapter_init, "1.0 / math.sqrt(float(L))"),
+        _chapter_init,
+        "1.0 / math.sqrt(float(L))",
+    ),
     DepthParametrization(
-        "gpt2", "GPT-2 / Megatron: 1/√(2L) at initialization",
-        "Radford et al., \"Language Models are Unsupervised Multitask Learners\" (2019), §2.3; "
+        "gpt2",
+        "GPT-2 / Megatron: 1/√(2L) at initialization",
+        'Radford et al., "Language Models are Unsupervised Multitask Learners" (2019), §2.3; '
         "Shoeybi et al., Megatron-LM, arXiv:1909.08053, scaled_init_method_normal: sigma / sqrt(2 * num_layers)",
-        _gpt2_init, "1.0 / math.sqrt(2.0 * float(L))"),
+        _gpt2_init,
+        "1.0 / math.sqrt(2.0 * float(L))",
+    ),
     DepthParametrization(
-        "torchtitan", "torchtitan: 1/√(2(b+1)) per block at initialization",
+        "torchtitan",
+        "torchtitan: 1/√(2(b+1)) per block at initialization",
         "pytorch/torchtitan, torchtitan/models/llama3/model/model.py, TransformerBlock with depth_init=True: "
         "weight_init_std = 0.02 / (2 * (layer_id + 1)) ** 0.5",
-        _torchtitan_init, "1.0 / math.sqrt(2.0 * float(b + 1))"),
+        _torchtitan_init,
+        "1.0 / math.sqrt(2.0 * float(b + 1))",
+    ),
     DepthParametrization(
-        "standard", "Standard parametrization (same base, no depth rule)",
+        "standard",
+        "Standard parametrization (same base, no depth rule)",
         "the unscaled base initializer (Glorot & Bengio 2010 Xavier-uniform), the same-base control",
-        _no_init, "1.0"),
+        _no_init,
+        "1.0",
+    ),
     DepthParametrization(
-        "depth-mup", "Depth-µP (branch 1/√L, Adam LR 1/√L)", _YANG + ", §2 and Table 1 (Adam)",
-        _no_init, "1.0", branch_exponent=-0.5, lr_exponents=_exponents(hidden=-0.5, norm=-0.5)),
+        "depth-mup",
+        "Depth-µP (branch 1/√L, Adam LR 1/√L)",
+        _YANG + ", §2 and Table 1 (Adam)",
+        _no_init,
+        "1.0",
+        branch_exponent=-0.5,
+        lr_exponents=_exponents(hidden=-0.5, norm=-0.5),
+    ),
     DepthParametrization(
-        "completep", "CompleteP (α = 1)", _DEY + ", §3 and Table 1, α = 1",
-        _no_init, "1.0", branch_exponent=-1.0,
-        epsilon_exponents=_exponents(embedding=-1.0, hidden=-1.0, norm=-1.0)),
+        "completep",
+        "CompleteP (α = 1)",
+        _DEY + ", §3 and Table 1, α = 1",
+        _no_init,
+        "1.0",
+        branch_exponent=-1.0,
+        epsilon_exponents=_exponents(embedding=-1.0, hidden=-1.0, norm=-1.0),
+    ),
     DepthParametrization(
-        "completep-0.5", "CompleteP (α = 0.5)", _DEY + ", §3 and Table 1, α = 0.5",
-        _no_init, "1.0", branch_exponent=-0.5, lr_exponents=_exponents(hidden=-0.5, norm=-0.5),
-        epsilon_exponents=_exponents(embedding=-0.5, hidden=-0.5, norm=-0.5)),
+        "completep-0.5",
+        "CompleteP (α = 0.5)",
+        _DEY + ", §3 and Table 1, α = 0.5",
+        _no_init,
+        "1.0",
+        branch_exponent=-0.5,
+        lr_exponents=_exponents(hidden=-0.5, norm=-0.5),
+        epsilon_exponents=_exponents(embedding=-0.5, hidden=-0.5, norm=-0.5),
+    ),
 )
 
 #: The table of record: name -> row, in the order of the docs.

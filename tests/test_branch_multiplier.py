@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: MIT
+"""Residual-branch multipliers (docs/numerics.md §5.9): a multiplier != 1 matches the independent
+numpy reference bit for bit (every recorded value, the loss, every site adjoint and gradient), a
+multiplier of 1 keeps today's bits, the multipliers travel with clones, pickles and the torch
+twin, and bad multipliers are refused with a typed error before anything is built."""
+
+import importlib.util
+import pathlib
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+from pydepth import DecoderConfig, DecoderModel, NamedParameter, ParametrizationError, SplitMix64, elementary
+
+
+def _load_reference_impl():
+    name = "pydepth_tests_reference_impl"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = pathlib.Path(__file__).with_name("reference_impl.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ri = _load_reference_impl()
+ri.use_elementary(
+    exp=elementary.exp,
+    log=elementary.log,
+    log1p=elementary.log1p,
+    sin=elementary.sin,
+    cos=elementary.cos,
+    pow=elementary.pow,
+)
+
+CONFIG = DecoderConfig(29, 12, 3, 10, 3, 7)  # non-power-of-two widths: the rounding traps bite
+MULTIPLIERS = {"one over L": (1.0 / 3.0,) * 3, "one over sqrt L": (3.0**-0.5,) * 3, "per block": (0.7, 1.0, 1.9)}
+
+
+def bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1).view(np.uint64)
+
+
+def inputs(seed=5, shape=(2, 6)):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, CONFIG.vocabulary_size, shape), rng.integers(0, CONFIG.vocabulary_size, shape)
+
+
+def reference(params, tokens, targets, branch):
+    cfg = ri.Config(CONFIG.to_dict())
+    fw = ri.forward(cfg, dict(params), tokens, targets, branch)
+    sites, grads = ri.backward(cfg, dict(params), fw)
+    return fw, sites, grads
+
+
+def run(model, tokens, targets):
+    model.zero_grad()
+    fwd = model.forward(tokens)
+    loss = fwd.loss(targets)
+    adjoints = loss.backward_with_selected_adjoints(list(fwd.residual_sites))
+    return fwd, loss, adjoints
+
+
+@pytest.mark.parametrize("label", list(MULTIPLIERS))
+def test_a_branch_multiplier_matches_the_numpy_reference_in_every_bit(label):
+    branch = MULTIPLIERS[label]
+    params = ri.init_parameters(ri.Config(CONFIG.to_dict()), ri.SplitMix64(11))
+    model = DecoderModel.from_parameters(CONFIG, [NamedParameter(n, v) for n, v in params], branch_multipliers=branch)
+    assert model.branch_multipliers == branch
+    tokens, targets = inputs()
+    fwd, loss, adjoints = run(model, tokens, targets)
+    fw, sites, grads = reference(params, tokens, targets, branch)
+    for name, want in fw["named"]:
+        got = loss.value if name == "loss" else fwd.named(name).value
+        assert np.array_equal(bits(got), bits(want)), name
+    for i, (got, want) in enumerate(zip(adjoints, sites)):
+        assert np.array_equal(bits(got), bits(0.0 + want)), f"site {i}"
+    for p in model.parameters:
+        assert np.array_equal(bits(p.grad), bits(grads[p.name])), p.name
+
+
+def test_the_reference_with_a_multiplier_differs_from_the_reference_without():
+    """Guard against a toothless comparison: the multiplier changes the loss and every block's grads."""
+    params = ri.init_parameters(ri.Config(CONFIG.to_dict()), ri.SplitMix64(11))
+    tokens, targets = inputs()
+    with_mu, _, g_mu = reference(params, tokens, targets, MULTIPLIERS["per block"])
+    without, _, g_one = reference(params, tokens, targets, None)
+    assert with_mu["loss"] != without["loss"]
+    assert not np.array_equal(g_mu["blocks.2.attention.output.weight"], g_one["blocks.2.attention.output.weight"])
+
+
+@pytest.mark.parametrize("keep", ["all", "training"])
+def test_a_multiplier_of_one_keeps_the_bits_of_a_model_without_multipliers(keep):
+    plain = DecoderModel(CONFIG, SplitMix64(3))
+    ones = DecoderModel(CONFIG, SplitMix64(3), branch_multipliers=[1.0, 1.0, 1.0])
+    tokens, targets = inputs(7)
+    results = []
+    for model in (plain, ones):
+        model.zero_grad()
+        fwd = model.forward(tokens, keep=keep)
+        loss = fwd.loss(targets)
+        loss.backward()
+        results.append((loss.item(), fwd.final_norm_output.value.copy(), [p.grad.copy() for p in model.parameters]))
+    assert bits(results[0][0]).tolist() == bits(results[1][0]).tolist()
+    assert np.array_equal(bits(results[0][1]), bits(results[1][1]))
+    for a, b in zip(results[0][2], results[1][2]):
+        assert np.array_equal(bits(a), bits(b))
+
+
+def test_a_lean_record_gives_the_same_bits_with_multipliers():
+    model = DecoderModel(CONFIG, SplitMix64(3), branch_multipliers=0.5)
+    tokens, targets = inputs(9)
+    got = []
+    for keep in ("all", "training"):
+        model.zero_grad()
+        loss = model.forward(tokens, keep=keep).loss(targets)
+        loss.backward()
+        got.append((loss.item(), [p.grad.copy() for p in model.parameters]))
+    assert got[0][0] == got[1][0]
+    assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(got[0][1], got[1][1]))
+
+
+def test_multipliers_travel_with_clone_pickle_and_state_dict_construction():
+    model = DecoderModel(CONFIG, SplitMix64(3), branch_multipliers=(0.5, 0.25, 2.0))
+    tokens, targets = inputs(4)
+    want = model.loss(tokens, targets).item()
+    rebuilt = DecoderModel.from_state_dict(CONFIG, model.state_dict(), branch_multipliers=model.branch_multipliers)
+    for other in (model.clone(), pickle.loads(pickle.dumps(model)), rebuilt):
+        assert other.branch_multipliers == (0.5, 0.25, 2.0)
+        assert other.loss(tokens, targets).item() == want
+    assert DecoderModel(CONFIG, SplitMix64(3)).branch_multipliers == (1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), [1.0, 1.0], [1.0, "2", 1.0], True, "x"])
+def test_bad_multipliers_are_refused_with_a_typed_error_and_nothing_is_drawn(bad):
+    rng = SplitMix64(3)
+    state = rng.state
+    with pytest.raises(ParametrizationError):
+        DecoderModel(CONFIG, rng, branch_multipliers=bad)
+    assert rng.state == state
