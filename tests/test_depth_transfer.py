@@ -15,6 +15,7 @@ need_extra("sweep")
 from pydepth import cli  # noqa: E402
 from pydepth._native._rng import SplitMix64  # noqa: E402
 from pydepth.depth_init import DepthInitializationBudget, FreshDepthInitialization  # noqa: E402
+from pydepth.parametrizations import build_parametrized  # noqa: E402
 from pydepth.sweep import (  # noqa: E402
     RowNotFoundError,
     SweepResumeError,
@@ -132,6 +133,17 @@ def test_the_chapter_cell_is_todays_depth_scaled_model_bit_for_bit():
     for p, q in zip(model.parameters, today.parameters):
         assert p.name == q.name
         np.testing.assert_array_equal(p.value.view(np.uint64), q.value.view(np.uint64), err_msg=p.name)
+
+
+def test_a_cell_is_the_build_parametrized_model_with_core_branch_multipliers_and_group_factors():
+    spec = tiny(depths=[4])
+    model, optimizer = build_cell(spec, TransferCell("completep-0.5", 4, 2.0**-6, 3))
+    ref = build_parametrized(spec.config(4), "completep-0.5", seed=3, lr=2.0**-6)
+    assert model.branch_multipliers == ref.model.branch_multipliers == (0.5,) * 4
+    for p, q in zip(model.parameters, ref.model.parameters):
+        np.testing.assert_array_equal(p.value.view(np.uint64), q.value.view(np.uint64), err_msg=p.name)
+    assert optimizer.hyperparameters()["factors"] == ref.optimizer.hyperparameters()["factors"]
+    assert optimizer.schedule is not None and optimizer.schedule(spec.warmup) == 2.0**-6
 
 
 def test_a_study_refuses_another_text_unknown_names_and_too_few_learning_rates(stored, tmp_path):

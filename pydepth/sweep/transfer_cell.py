@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 from .._native._rng import SplitMix64
 from ..batch import Batch
 from ..errors import PydepthError
-from ..model import DecoderModel, NamedParameter
+from ..model import DecoderModel
 from ..optim import AdamW, WarmupCosine
-from ..parametrizations import get_parametrization, parameter_group
+from ..parametrizations import get_parametrization, initialize_parametrized, optimizer_factors
 from ..training.step import byte_documents, draw_batch, observe_step, train_step
 from .errors import SweepSpecError
 from .transfer_spec import TransferCell, TransferSpec, text_sha256
@@ -35,7 +35,6 @@ _COLUMN_TABLE = (
     ("log2_lr", "float", "math.log2(lr)"),
     ("seed", "uint", "the initialization seed"),
     ("branch_multiplier", "float", "the multiplier μ of every residual branch"),
-    ("branch_form", "str", "how μ is applied: none (μ = 1) or folded (into the residual output projections)"),
     ("train_loss", "float", "the mean loss of the last training batch, before its update"),
     ("heldout_loss_initial", "float", "the held-out mean loss at initialization"),
     ("heldout_loss", "float", "the held-out mean loss after every update (NaN if the cell stopped)"),
@@ -77,72 +76,20 @@ def heldout_batch(spec: TransferSpec, held: Sequence[Any]) -> Batch:
     return draw_batch(held, SplitMix64(spec.data_seed + 1), spec.eval_rows, spec.sequence_length)
 
 
-_RESIDUAL_OUTPUTS = (".attention.output.weight", ".ffn.down.weight")
-
-
-def _branch_factor(name: str, multiplier: float) -> float:
-    """The branch multiplier folded into ``name``: μ on a residual output projection, else 1."""
-    return multiplier if name.endswith(_RESIDUAL_OUTPUTS) else 1.0
-
-
-def _initialized(spec: TransferSpec, cell: TransferCell) -> DecoderModel:
-    """The base draw from ``SplitMix64(seed)`` with each residual output projection multiplied
-    once by the parametrization's init factor times the folded branch multiplier μ (a factor 1.0
-    leaves the tensor untouched, so the init-only rows are today's bits)."""
+def build_cell(spec: TransferSpec, cell: TransferCell) -> Tuple[DecoderModel, AdamW]:
+    """The cell's model and its AdamW, as :func:`pydepth.parametrizations.build_parametrized`
+    makes them (the base draw from ``SplitMix64(seed)``, the row's init factors, its branch
+    multipliers in the core's forward, its per-parameter learning-rate, epsilon and weight-decay
+    factors), with the study's warmup-cosine schedule as the base learning rate."""
     row = get_parametrization(cell.parametrization)
     cfg = spec.config(cell.depth)
-    mu = row.branch_multiplier(cell.depth)
     base = DecoderModel(cfg, SplitMix64(cell.seed))
-    params = []
-    for p in base.parameters:
-        copy = NamedParameter(p.name, p.value)
-        if p.name.endswith(_RESIDUAL_OUTPUTS):
-            factor = row.init_factor(cell.depth, int(p.name.split(".")[1])) * _branch_factor(p.name, mu)
-            if factor != 1.0:
-                copy._p.scale_values(factor)
-        params.append(copy)
-    return DecoderModel.from_parameters(cfg, params)
-
-
-def build_cell(spec: TransferSpec, cell: TransferCell) -> Tuple[DecoderModel, List[AdamW]]:
-    """The cell's model and its optimizers, one AdamW per set of parameters sharing factors: each
-    group's peak learning rate, epsilon and weight decay are the base values times the row's
-    factors at this depth. AdamW is elementwise, so the optimizers together are one AdamW with
-    per-parameter rates.
-
-    A branch multiplier μ ≠ 1 is folded into the weights it multiplies (docs/depth-transfer.md):
-    μ·(W h) = (μW) h, so a residual output projection W starts as μ times its draw and AdamW
-    moves it with learning rate μ·lr, epsilon ε/μ and weight decay λ/μ: in exact arithmetic the
-    same trajectory as W with the multiplier μ in the forward."""
-    row = get_parametrization(cell.parametrization)
-    mu = row.branch_multiplier(cell.depth)
-    model = _initialized(spec, cell)
-    sets: Dict[Tuple[str, float], List[NamedParameter]] = {}
-    for p in model.parameters:
-        sets.setdefault((parameter_group(p.name), _branch_factor(p.name, mu)), []).append(p)
-    optimizers = []
-    for (group, folded), params in sets.items():
-        peak = cell.lr * row.lr_factor(cell.depth, group) * folded
-        schedule = WarmupCosine(peak, warmup_steps=spec.warmup, total_steps=spec.updates, min_lr=peak / 10)
-        optimizers.append(AdamW(params, lr=schedule, betas=spec.betas,
-                                eps=spec.eps * row.epsilon_factor(cell.depth, group) / folded,
-                                weight_decay=spec.weight_decay * row.weight_decay_factor(cell.depth, group) / folded))
-    return model, optimizers
-
-
-class _Steps:
-    """Several optimizers stepped as one: zero, then step each in group order."""
-
-    def __init__(self, optimizers: Sequence[AdamW]) -> None:
-        self.optimizers = tuple(optimizers)
-
-    def zero_grad(self) -> None:
-        for opt in self.optimizers:
-            opt.zero_grad()
-
-    def step(self) -> None:
-        for opt in self.optimizers:
-            opt.step()
+    params = initialize_parametrized(base.parameters, row, cell.depth)
+    model = DecoderModel.from_parameters(cfg, params, branch_multipliers=row.branch_multiplier(cell.depth))
+    schedule = WarmupCosine(cell.lr, warmup_steps=spec.warmup, total_steps=spec.updates, min_lr=cell.lr / 10)
+    optimizer = AdamW(model.parameters, lr=schedule, betas=spec.betas, eps=spec.eps, weight_decay=spec.weight_decay,
+                      factors=optimizer_factors(row, cell.depth, [p.name for p in model.parameters]))
+    return model, optimizer
 
 
 _NAN = math.nan
@@ -160,22 +107,20 @@ def run_transfer_cell(spec: TransferSpec, cell: TransferCell, train: Sequence[An
     non-finite value or update) stops the cell: its row has NaN losses and ratios and names the
     refusal in ``error``."""
     t0, c0 = time.perf_counter(), time.process_time()
-    mu = get_parametrization(cell.parametrization).branch_multiplier(cell.depth)
     row: Dict[str, Any] = {"row_id": cell.cell_id, "cell_id": cell.cell_id, "parametrization": cell.parametrization,
                            "depth": cell.depth, "lr": cell.lr, "log2_lr": math.log2(cell.lr), "seed": cell.seed,
-                           "branch_multiplier": mu, "branch_form": "none" if mu == 1.0 else "folded",
+                           "branch_multiplier": get_parametrization(cell.parametrization).branch_multiplier(cell.depth),
                            "train_loss": _NAN, "heldout_loss_initial": _NAN, "heldout_loss": _NAN,
                            "activation_ratio_max": _NAN, "activation_ratio_min": _NAN, "adjoint_ratio_max": _NAN,
                            "adjoint_ratio_min": _NAN, "within_band": False, "error": ""}
-    model, optimizers = build_cell(spec, cell)
+    model, optimizer = build_cell(spec, cell)
     row["parameters"] = model.parameter_count
-    steps = _Steps(optimizers)
     rng = SplitMix64(spec.data_seed)
     try:
         row["heldout_loss_initial"], _ = observe_step(model, held)
         for _ in range(spec.updates):
             batch = draw_batch(train, rng, spec.batch_rows, spec.sequence_length)
-            row["train_loss"], _ = train_step(model, steps, batch)  # type: ignore[arg-type]  # duck-typed group steps
+            row["train_loss"], _ = train_step(model, optimizer, batch)
         loss, report = observe_step(model, held)
         row.update(heldout_loss=loss, **_health(report))
         if report.band != spec.band:
