@@ -53,8 +53,8 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     "laptop": dict(parametrizations=_EVERY, depths=(2, 4, 8, 16), lrs=tuple(2.0 ** k for k in range(-10, 0)),
                    seeds=(0,), width=32, sequence_length=32, batch_rows=8, eval_rows=64, updates=200, warmup=20),
     "cluster": dict(parametrizations=_EVERY, depths=(2, 4, 8, 16, 32, 64),
-                    lrs=tuple(2.0 ** (k / 2) for k in range(-24, 1)), seeds=(0, 1, 2), width=64,
-                    sequence_length=64, batch_rows=16, eval_rows=128, updates=1000, warmup=100),
+                    lrs=tuple(2.0 ** (k / 2) for k in range(-24, -3)), seeds=(0, 1), width=64,
+                    sequence_length=64, batch_rows=16, eval_rows=128, updates=500, warmup=50),
 }
 
 
