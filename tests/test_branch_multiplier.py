@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pydepth import DecoderConfig, DecoderModel, NamedParameter, ParametrizationError, SplitMix64, elementary
+from conftest import need_extra
 
 
 def _load_reference_impl():
@@ -142,3 +143,60 @@ def test_bad_multipliers_are_refused_with_a_typed_error_and_nothing_is_drawn(bad
     with pytest.raises(ParametrizationError):
         DecoderModel(CONFIG, rng, branch_multipliers=bad)
     assert rng.state == state
+
+
+@pytest.mark.parametrize("label", list(MULTIPLIERS))
+def test_the_torch_twin_with_multipliers_agrees_in_loss_and_every_gradient(label):
+    need_extra("torch")
+    from pydepth.torch import from_torch, to_torch
+
+    tol = 1e-12  # the twin's contract (docs/numerics-torch.md): torch sums in BLAS order with FMA
+    model = DecoderModel(CONFIG, SplitMix64(13), branch_multipliers=MULTIPLIERS[label])
+    tokens, targets = inputs(2)
+    fwd, loss, _ = run(model, tokens, targets)
+    twin = to_torch(model)
+    assert twin.branch_multipliers == MULTIPLIERS[label]
+    out = twin(tokens, targets)
+    out.loss.backward()
+    assert abs(out.loss.item() - loss.item()) <= tol * abs(loss.item())
+    logits = fwd.logits.value
+    assert np.abs(out.logits.detach().numpy() - logits).max() <= tol * np.abs(logits).max()
+    grads = dict(twin.named_parameters())
+    for p in model.parameters:
+        assert np.abs(grads[p.name].grad.numpy() - p.grad).max() <= tol * np.abs(p.grad).max(), p.name
+    back = from_torch(twin)
+    assert back.branch_multipliers == MULTIPLIERS[label]
+    assert back.loss(tokens, targets).item() == loss.item()
+
+
+def test_a_checkpoint_restores_the_multipliers_and_one_without_them_keeps_its_bytes(tmp_path):
+    from pydepth import checkpoint
+
+    tokens, targets = inputs(3)
+    scaled = DecoderModel(CONFIG, SplitMix64(21), branch_multipliers=(0.5, 1.0, 2.0))
+    checkpoint.save(tmp_path / "scaled.safetensors", scaled)
+    back = checkpoint.load(tmp_path / "scaled.safetensors").model
+    assert back.branch_multipliers == (0.5, 1.0, 2.0)
+    assert back.loss(tokens, targets).item() == scaled.loss(tokens, targets).item()
+    plain = DecoderModel(CONFIG, SplitMix64(21))
+    ones = DecoderModel(CONFIG, SplitMix64(21), branch_multipliers=1.0)
+    checkpoint.save(tmp_path / "plain.safetensors", plain)
+    checkpoint.save(tmp_path / "ones.safetensors", ones)
+    raw = (tmp_path / "plain.safetensors").read_bytes()
+    assert b"branch_multipliers" not in raw
+    assert raw == (tmp_path / "ones.safetensors").read_bytes()
+    assert checkpoint.load(tmp_path / "plain.safetensors").model.branch_multipliers == (1.0, 1.0, 1.0)
+
+
+def test_a_checkpoint_with_bad_multipliers_is_refused_as_a_format_error(tmp_path):
+    from pydepth import CheckpointFormatError, checkpoint
+
+    scaled = DecoderModel(CONFIG, SplitMix64(21), branch_multipliers=(0.5, 1.0, 2.0))
+    path = tmp_path / "scaled.safetensors"
+    checkpoint.save(path, scaled)
+    raw = path.read_bytes()
+    bad = raw.replace(b"[0.5, 1.0, 2.0]", b"[0.5, 0.0, 2.0]")
+    assert bad != raw and len(bad) == len(raw)
+    path.write_bytes(bad)
+    with pytest.raises(CheckpointFormatError, match="block 1"):
+        checkpoint.load(path)

@@ -120,3 +120,24 @@ def test_bad_input_is_refused_with_a_typed_error(name, seed, error):
 def test_zero_blocks_are_refused_like_the_depth_policy():
     with pytest.raises(ZeroDepthError):
         build_parametrized(config(0), "completep", seed=1, lr=1e-3)
+
+
+def test_a_checkpoint_of_a_built_model_resumes_bit_for_bit_with_multipliers_and_factors(tmp_path):
+    from pydepth import checkpoint
+
+    model, opt = build_parametrized(config(4), "completep-0.5", seed=2, lr=3e-3, weight_decay=0.01)
+    for step in range(2):
+        ids, tg = batch(step)
+        model.zero_grad()
+        model.loss(ids, tg).backward()
+        opt.step()
+    checkpoint.save(tmp_path / "c.safetensors", model, optimizer=opt, step=opt.step_count)
+    back = checkpoint.load(tmp_path / "c.safetensors")
+    model2, opt2 = back.model, back.optimizer()
+    assert model2.branch_multipliers == model.branch_multipliers and opt2.factors == opt.factors
+    for m, o in ((model, opt), (model2, opt2)):
+        ids, tg = batch(7)
+        m.zero_grad()
+        m.loss(ids, tg).backward()
+        o.step()
+    assert all(np.array_equal(bits(p.value), bits(q.value)) for p, q in zip(model.parameters, model2.parameters))

@@ -201,7 +201,7 @@ _ROWS: Tuple[DepthParametrization, ...] = (
     DepthParametrization(
         "depth-mup",
         "Depth-µP (branch 1/√L, Adam LR 1/√L)",
-        _YANG + ", §2 and Table 1 (Adam)",
+        _YANG + ", Depth-µP with Adam (branch a/√L, block learning rates η/√L)",
         _no_init,
         "1.0",
         branch_exponent=-0.5,
@@ -210,7 +210,7 @@ _ROWS: Tuple[DepthParametrization, ...] = (
     DepthParametrization(
         "completep",
         "CompleteP (α = 1)",
-        _DEY + ", §3 and Table 1, α = 1",
+        _DEY + ", Table 1 with α = 1 (rules as in the authors' nanoGPT-mup completep branch)",
         _no_init,
         "1.0",
         branch_exponent=-1.0,
@@ -219,7 +219,7 @@ _ROWS: Tuple[DepthParametrization, ...] = (
     DepthParametrization(
         "completep-0.5",
         "CompleteP (α = 0.5)",
-        _DEY + ", §3 and Table 1, α = 0.5",
+        _DEY + ", Table 1 with α = 0.5 (rules as in the authors' nanoGPT-mup completep branch)",
         _no_init,
         "1.0",
         branch_exponent=-0.5,
