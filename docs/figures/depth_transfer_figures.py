@@ -13,13 +13,10 @@ from pydepth.sweep.transfer_summary import curves, summary_lines
 
 HERE = pathlib.Path(__file__).resolve().parent
 CORPUS = HERE.parents[1] / "examples" / "data" / "corpus.txt"
-#: The page's study: the laptop preset with these fields changed.
-DOCS_STUDY = dict(parametrizations=["standard", "chapter", "depth-mup", "completep"],
-                  lrs=[2.0**k for k in range(-9, -1)], updates=100, warmup=10)
 
 
 def main(store: pathlib.Path) -> None:
-    depth_transfer(transfer_spec(CORPUS, "laptop", **DOCS_STUDY), CORPUS, out=store, plots=False)  # resumes
+    depth_transfer(transfer_spec(CORPUS, "laptop"), CORPUS, out=store, plots=False)  # resumes
     spec = read_transfer_spec(store)
     points = curves(read_transfer_table(store))
     for path in save_figure(transfer_figure(points, spec), HERE / "depth-transfer.png"):
@@ -28,4 +25,4 @@ def main(store: pathlib.Path) -> None:
 
 
 if __name__ == "__main__":  # the guard keeps Dask's worker processes from rerunning the study
-    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path("runs/depth-transfer-docs"))
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path("runs/depth-transfer-laptop"))
