@@ -54,7 +54,16 @@ def _demo(root: pathlib.Path) -> pathlib.Path:
     return root / "demo"
 
 
-MAKERS = {"observe": _observe, "train": _train, "sweep": _sweep, "depth-check": _depth_check, "demo": _demo}
+def _depth_transfer(root: pathlib.Path) -> pathlib.Path:
+    assert main(["depth-transfer", str(CORPUS), "--parametrizations", "standard,depth-mup", "--depths", "1,2",
+                 "--lrs", "0.004,0.016,0.064", "--seeds", "0", "--model-width", "8", "--sequence-length", "8",
+                 "--batch-rows", "2", "--updates", "2", "--warmup", "0", "--scheduler", "serial", "--quiet",
+                 "--out", str(root / "dt")]) == 0
+    return root / "dt"
+
+
+MAKERS = {"observe": _observe, "train": _train, "sweep": _sweep, "depth-check": _depth_check, "demo": _demo,
+          "depth-transfer": _depth_transfer}
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ SUBCOMMANDS = (
     "verify",
     "sweep",
     "depth-check",
+    "depth-transfer",
     "audit",
     "report",
 )

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """``pydepth report``: one self-contained HTML page from the output directory of ``depth-check``,
-``sweep``, ``train``, ``observe`` or ``demo`` (figures inline as SVG, tables, the run's specification and
-versions, this machine's ``verify`` status, and how to read it). Needs the ``plot`` extra."""
+``depth-transfer``, ``sweep``, ``train``, ``observe`` or ``demo`` (figures inline as SVG, tables,
+the run's specification and versions, this machine's ``verify`` status, and how to read it).
+Needs the ``plot`` extra."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ from .page import Section, page
 from .reading import HOW_TO_READ
 from .run_info import environment_section, verify_section
 from .sections import SECTIONS
-from .sources import kind_of, read_json
+from .sources import TRANSFER_SPEC_FILE, kind_of, read_json
 from ..sweep.store import SPEC_FILE
 
 __all__ = ["build_report", "write_report"]
@@ -29,8 +30,9 @@ def build_report(directory: PathLike) -> str:
     where = pathlib.Path(directory)
     kind = kind_of(where)
     recorded = []
-    if (where / SPEC_FILE).is_file():
-        stored = read_json(where / SPEC_FILE)
+    spec_file = next((where / f for f in (SPEC_FILE, TRANSFER_SPEC_FILE) if (where / f).is_file()), None)
+    if spec_file is not None:
+        stored = read_json(spec_file)
         recorded.append(("pydepth", str(stored.get("pydepth_version", "?"))[:40] if isinstance(stored, dict) else "?"))
     found = SECTIONS[kind](where)  # the verdict first, then how to read the rest
     sections = [*found[:1], Section("How to read this", HOW_TO_READ[kind]), *found[1:],

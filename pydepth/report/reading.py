@@ -31,4 +31,14 @@ HOW_TO_READ = {
     "depth-check": _SITES + "<p>A depth check compares the depth policy (<i>scaled</i>) with the "
                    "same-base control (<i>unscaled</i>) over depths, widths and seeds. The summary "
                    "names, per policy, the first depth at which any seed leaves the band, and why.</p>",
+    "depth-transfer": "<p>Each cell trains one decoder for the same number of AdamW updates on the same "
+                      "text in the same data order, under one depth parametrization, at one base learning "
+                      "rate, and measures the mean loss on a fixed held-out batch. Each panel is one "
+                      "parametrization: the held-out loss against the learning rate, one curve per depth "
+                      "(dotted: the depth's optimum, refined by a parabola in log<sub>2</sub> of the rate). "
+                      "If a parametrization transfers, the curves' minima line up; the drift is how far the "
+                      "optimum moves, in octaves (factors of two), from the shallowest to the deepest depth. "
+                      "Beside each panel: the largest residual ratios A<sub>s</sub>/A<sub>0</sub> and "
+                      "G<sub>s</sub>/G<sub>2L</sub> over the sites at each depth's best rate, after training, "
+                      "with the health band shaded.</p>",
 }

@@ -180,6 +180,40 @@ def sweep_sections(directory: pathlib.Path) -> List[Section]:
     return sections
 
 
+def transfer_sections(directory: pathlib.Path) -> List[Section]:
+    """A depth-transfer study: the verdict, the drift per parametrization, the figure, the best
+    learning rate by depth, the specification and the summary as printed."""
+    from ..plots.transfer import transfer_figure
+    from ..sweep.transfer import SUMMARY_FILE as TRANSFER_SUMMARY
+    from ..sweep.transfer import read_transfer_spec, read_transfer_table
+    from ..sweep.transfer_summary import curves, drifts, optima, summary_lines, verdict
+    spec, table = read_transfer_spec(directory), read_transfer_table(directory)
+    points = curves(table)
+    found = optima(points)
+    moved = drifts(found)
+    drift_rows = [(d.parametrization, f"{d.shallowest}-{d.deepest}", f"{d.octaves:+.2f}", f"{d.spread:.2f}", d.edges)
+                  for d in moved]
+    best_rows = [(o.parametrization, o.depth, f"{o.lr:.3g}", f"{o.log2_lr:+.2f}", o.how, _num(o.loss),
+                  _num(o.activation_ratio_max), _num(o.adjoint_ratio_max), o.stopped) for o in found]
+    sections = [Section("Verdict", f"<p><strong>{html.escape(verdict(moved))}</strong></p>"),
+                Section("Drift", f"<p>{table.num_rows} cells stored of {len(spec.cells())}.</p>" + table_html(
+                    ("parametrization", "depths", "shallow→deep (octaves)", "spread (octaves)", "optima at edge"),
+                    drift_rows))]
+    if points:
+        sections.append(Section("Figure", figure_html(transfer_figure(points, spec),
+                                                      "Held-out loss against learning rate, one curve per depth.")))
+    sections += [Section("Best learning rate by depth", table_html(
+                     ("parametrization", "depth", "best lr", "log2", "found by", "loss", "max A", "max G", "stopped"),
+                     best_rows)),
+                 Section("Specification", table_html(("field", "value"),
+                                                     [row for k, v in sorted(spec.to_dict().items())
+                                                      for row in _flat(k, v)]))]
+    summary = directory / TRANSFER_SUMMARY
+    text = read_own(summary, "summary") if summary.is_file() else "\n".join(summary_lines(points))
+    sections.append(Section("Summary as printed", pre_html(text)))
+    return sections
+
+
 #: kind -> the function building its sections
 SECTIONS = {"observe": observe_sections, "train": train_sections, "sweep": sweep_sections,
-            "depth-check": sweep_sections, "demo": demo_sections}
+            "depth-check": sweep_sections, "demo": demo_sections, "depth-transfer": transfer_sections}

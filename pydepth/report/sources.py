@@ -13,6 +13,8 @@ from ..errors import ReportInputError
 from ..sweep.presets import SUMMARY_FILE
 from ..sweep.store import SPEC_FILE
 
+TRANSFER_SPEC_FILE = "_transfer.json"  # the spec file of a depth-transfer store (sweep.transfer.TRANSFER_STORE)
+
 __all__ = ["find_demo_document", "find_observe_document", "kind_of", "read_json", "read_json_lines",
            "read_own"]
 
@@ -77,6 +79,7 @@ def find_demo_document(directory: pathlib.Path) -> Optional[pathlib.Path]:
 
 # (kind, what marks it) in the order they are tried: a depth check is a sweep with a summary.
 _MARKS = (
+    ("depth-transfer", lambda d: (d / TRANSFER_SPEC_FILE).is_file()),
     ("depth-check", lambda d: (d / SPEC_FILE).is_file() and (d / SUMMARY_FILE).is_file()),
     ("sweep", lambda d: (d / SPEC_FILE).is_file()),
     ("train", lambda d: (d / "train.jsonl").is_file()),
@@ -86,7 +89,7 @@ _MARKS = (
 
 
 def kind_of(directory: pathlib.Path) -> str:
-    """Which command's output ``directory`` holds: depth-check, sweep, train, observe or demo."""
+    """Which command's output ``directory`` holds: depth-transfer, depth-check, sweep, train, observe or demo."""
     if not directory.is_dir():
         raise ReportInputError(f"{str(directory)!r} is not a directory")
     for kind, marked in _MARKS:
@@ -94,5 +97,5 @@ def kind_of(directory: pathlib.Path) -> str:
             return kind
     raise ReportInputError(
         f"{str(directory)!r} holds no pydepth output: expected _sweep.json (sweep, depth-check), "
-        "train.jsonl (train) or a JSON file written by 'pydepth observe --format json --output' or "
-        "'pydepth demo --format json --output'")
+        "_transfer.json (depth-transfer), train.jsonl (train) or a JSON file written by "
+        "'pydepth observe --format json --output' or 'pydepth demo --format json --output'")

@@ -22,7 +22,7 @@ import os
 import pathlib
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, Union
 
 from .cell import backend, run_cells
 from .errors import SweepDependencyError, SweepError, SweepSpecError
@@ -31,7 +31,8 @@ from .spec import Cell, SweepSpec
 from .store import claimed, prepare_directory, pyarrow_modules, write_part
 from .._version import __version__
 
-__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds", "max_workers", "result_facts"]
+__all__ = ["SweepResult", "run", "plan_batches", "estimate_cell_seconds", "max_workers", "result_facts",
+           "Engine", "check_engine"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -131,9 +132,7 @@ def _task_args(spec: SweepSpec, batch: Sequence[Cell]) -> Tuple[Dict[str, Any], 
     return spec.to_dict(), [(c.depth, c.width, c.seed, c.policy) for c in batch]
 
 
-def _serial(spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, List[Any]]]:
-    for b in batches:
-        yield run_cells(*_task_args(spec, b))
+Task = Callable[..., Dict[str, List[Any]]]
 
 
 class _OneLine(logging.Filter):
@@ -151,8 +150,9 @@ _ONE_LINE = _OneLine()
 _CLIENT_LOGGERS = ("distributed.client", "distributed.core", "distributed.comm")
 
 
-class _Engine:
-    """A Dask client (and the local cluster it owns, if any), closed on exit."""
+class Engine:
+    """A Dask client (and the local cluster it owns, if any), closed on exit; ``serial`` runs the
+    tasks in this process. Every store-writing study (a sweep, a depth-transfer study) runs on it."""
 
     def __init__(self, scheduler: Optional[str], workers: Optional[int]) -> None:
         self.cluster = None
@@ -203,12 +203,14 @@ class _Engine:
             raise SweepError(f"Dask workers run another pydepth version than {__version__}: {bad}")
         self.workers = max(1, sum(self.client.nthreads().values()))
 
-    def results(self, spec: SweepSpec, batches: List[List[Cell]]) -> Iterator[Dict[str, List[Any]]]:
+    def results(self, task: Task, arguments: Sequence[Tuple[Any, ...]]) -> Iterator[Dict[str, List[Any]]]:
+        """``task(*args)`` for each argument tuple, in completion order (in order when serial)."""
         if self.client is None:
-            yield from _serial(spec, batches)
+            for args in arguments:
+                yield task(*args)
             return
         distributed = _dask()
-        futures = [self.client.submit(run_cells, *_task_args(spec, b), pure=False) for b in batches]
+        futures = [self.client.submit(task, *args, pure=False) for args in arguments]
         try:
             for fut in distributed.as_completed(futures):
                 yield fut.result()
@@ -246,18 +248,24 @@ def run(spec: SweepSpec, *, out: PathLike, scheduler: Optional[str] = None, resu
     :class:`SweepResult`; read the rows with :func:`pydepth.sweep.read_table`."""
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a pydepth.sweep.SweepSpec, got {type(spec).__name__}")
+    check_engine(scheduler, workers)
+    backend(spec).ready(spec)
+    with claimed(out):
+        return _run(spec, out, scheduler, workers, resume, recompute_damaged, progress, stream)
+
+
+def check_engine(scheduler: Optional[str], workers: Optional[int]) -> None:
+    """Refuses, before any work, a scheduler that is not a string, a worker count out of range,
+    and a missing pyarrow (or Dask, unless ``serial``)."""
     if scheduler is not None and not isinstance(scheduler, str):
         raise SweepSpecError(f"scheduler must be a string or None, got {scheduler!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or not 1 <= workers <= max_workers()):
         raise SweepSpecError(f"workers must be an integer in [1, {max_workers()}] (four per core of this "
                              f"machine), got {str(workers)[:40]}")
-    backend(spec).ready(spec)
     pyarrow_modules()
     if scheduler != "serial":
         _dask()
-    with claimed(out):
-        return _run(spec, out, scheduler, workers, resume, recompute_damaged, progress, stream)
 
 
 def _run(spec: SweepSpec, out: PathLike, scheduler: Optional[str], workers: Optional[int], resume: bool,
@@ -269,7 +277,7 @@ def _run(spec: SweepSpec, out: PathLike, scheduler: Optional[str], workers: Opti
     bar = Progress(len(cells), skipped=len(cells) - len(todo), stream=stream, enabled=progress)
     if todo:
         bar.note(f"{bar.label}: {len(todo)} cells to compute; starting the {scheduler or 'local'} engine")
-    engine = _Engine(scheduler, workers) if todo else None
+    engine = Engine(scheduler, workers) if todo else None
     n_workers = engine.workers if engine else 0
     if engine is not None:
         bar.note(f"{bar.label}: {engine.name} ready with {n_workers} worker(s) after {bar.elapsed:.1f} s")
@@ -278,7 +286,7 @@ def _run(spec: SweepSpec, out: PathLike, scheduler: Optional[str], workers: Opti
     bar.t0 = t1  # rates count compute, not the engine's start-up
     try:
         if engine is not None:
-            for columns in engine.results(spec, batches):
+            for columns in engine.results(run_cells, [_task_args(spec, b) for b in batches]):
                 write_part(out, spec, columns)
                 bar.update(len(set(columns["cell_id"])))
         t2 = time.perf_counter()

@@ -16,7 +16,7 @@ import json
 import os
 import pathlib
 import re
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from .._files.atomic import write_bytes
 from .._files.lock import holding
@@ -28,7 +28,7 @@ from .spec import SweepSpec
 from .verify import part_files, pyarrow_modules, read_part, verify_store
 from .._version import __version__
 
-__all__ = ["FORMAT", "SPEC_FILE", "pyarrow_modules", "schema", "write_part", "part_files",
+__all__ = ["FORMAT", "SPEC_FILE", "StoreKind", "SWEEP_STORE", "pyarrow_modules", "schema", "write_part", "part_files",
            "done_cells", "read_table", "read_spec", "prepare_directory", "claimed"]
 
 #: Format tag of the stored results.
@@ -40,13 +40,31 @@ _PART_PREFIX = "part-"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def schema(spec: SweepSpec) -> Any:
+class StoreKind(NamedTuple):
+    """What one kind of store holds: its format tag, spec file, result columns ``(name, kind)``,
+    how a stored spec dict becomes a spec (an object with ``to_dict``/``to_json``) and the
+    columns its rows are sorted by. The store's machinery (parts, manifest, verification, resume)
+    is the same for every kind."""
+
+    format: str
+    spec_file: str
+    columns: Tuple[Tuple[str, str], ...]
+    spec_from_dict: Callable[[Any], Any]
+    sort_keys: Tuple[str, ...]
+
+
+#: The store of ``pydepth sweep`` and ``depth-check``.
+SWEEP_STORE = StoreKind(FORMAT, SPEC_FILE, COLUMNS, SweepSpec.from_dict,
+                        ("depth", "width", "seed", "policy", "step", "site"))
+
+
+def schema(spec: Any, kind: StoreKind = SWEEP_STORE) -> Any:
     """The Arrow schema of the result rows, with the spec and version in its metadata."""
     pa, _ = pyarrow_modules()
     kinds = {"str": pa.string(), "int": pa.int64(), "uint": pa.uint64(), "float": pa.float64(),
              "bool": pa.bool_()}
-    meta = {"pydepth.format": FORMAT, "pydepth.version": __version__, "pydepth.sweep.spec": spec.to_json()}
-    return pa.schema([pa.field(n, kinds[k], nullable=False) for n, k in COLUMNS], metadata=meta)
+    meta = {"pydepth.format": kind.format, "pydepth.version": __version__, "pydepth.sweep.spec": spec.to_json()}
+    return pa.schema([pa.field(n, kinds[k], nullable=False) for n, k in kind.columns], metadata=meta)
 
 
 def _atomic_write_bytes(path: pathlib.Path, data: bytes) -> None:
@@ -75,10 +93,11 @@ def claimed(out: PathLike) -> Iterator[pathlib.Path]:
         yield d
 
 
-def write_part(out: PathLike, spec: SweepSpec, columns: Dict[str, List[Any]]) -> pathlib.Path:
+def write_part(out: PathLike, spec: Any, columns: Dict[str, List[Any]],
+               kind: StoreKind = SWEEP_STORE) -> pathlib.Path:
     """Writes one batch's rows as ``part-{hash of its cell ids}.parquet``, atomically."""
     pa, pq = pyarrow_modules()
-    table = pa.Table.from_pydict({n: columns[n] for n, _ in COLUMNS}, schema=schema(spec))
+    table = pa.Table.from_pydict({n: columns[n] for n, _ in kind.columns}, schema=schema(spec, kind))
     cells = sorted(set(columns["cell_id"]))
     key = hashlib.sha1("\n".join(cells).encode()).hexdigest()[:16]
     path = pathlib.Path(out) / f"{_PART_PREFIX}{key}.parquet"
@@ -92,27 +111,28 @@ def write_part(out: PathLike, spec: SweepSpec, columns: Dict[str, List[Any]]) ->
     return path
 
 
-def done_cells(out: PathLike, spec: SweepSpec, *, repair: bool = False) -> Set[str]:
+def done_cells(out: PathLike, spec: Any, *, repair: bool = False, kind: StoreKind = SWEEP_STORE) -> Set[str]:
     """Cell ids that already have rows in a sound part of ``out`` (every part verified, the
     manifest brought up to date); a damaged part raises DamagedPartError unless ``repair``."""
     done: Set[str] = set()
-    for cells in verify_store(out, spec.to_json(), FORMAT, repair=repair, record=True).values():
+    for cells in verify_store(out, spec.to_json(), kind.format, repair=repair, record=True).values():
         done.update(cells)
     return done
 
 
-def read_spec(out: PathLike) -> SweepSpec:
-    """The spec of the sweep stored in ``out`` (from ``_sweep.json``)."""
-    path = pathlib.Path(out) / SPEC_FILE
+def read_spec(out: PathLike, kind: StoreKind = SWEEP_STORE) -> Any:
+    """The spec of the sweep stored in ``out`` (from ``_sweep.json``, or the kind's spec file)."""
+    path = pathlib.Path(out) / kind.spec_file
     if not path.is_file():
-        raise SweepStoreError(f"{out} is not a sweep result directory: {SPEC_FILE} is missing")
+        raise SweepStoreError(f"{out} is not a {kind.format} result directory: {kind.spec_file} is missing")
     doc = read_json(path, "sweep spec", SweepStoreError, inside=path.parent)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or "spec" not in doc:
-        raise SweepStoreError(f"{path}: not a {FORMAT} spec file")
-    return SweepSpec.from_dict(doc["spec"])
+    if not isinstance(doc, dict) or doc.get("format") != kind.format or "spec" not in doc:
+        raise SweepStoreError(f"{path}: not a {kind.format} spec file")
+    return kind.spec_from_dict(doc["spec"])
 
 
-def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool, repair: bool = False) -> Set[str]:
+def prepare_directory(out: PathLike, spec: Any, *, resume: bool, repair: bool = False,
+                      kind: StoreKind = SWEEP_STORE) -> Set[str]:
     """Creates ``out`` (or checks it holds this very sweep) and returns the cells already done.
 
     Refuses with :class:`SweepResumeError` when ``out`` holds another spec, or holds results
@@ -122,47 +142,47 @@ def prepare_directory(out: PathLike, spec: SweepSpec, *, resume: bool, repair: b
     if d.exists() and not d.is_dir():
         raise SweepStoreError(f"--out {out} exists and is not a directory")
     d.mkdir(parents=True, exist_ok=True)
-    spec_path = d / SPEC_FILE
+    spec_path = d / kind.spec_file
     parts = part_files(d)
     if spec_path.exists():
-        stored = read_spec(d)
+        stored = read_spec(d, kind)
         if stored.to_json() != spec.to_json():
             diff = sorted(k for k, v in spec.to_dict().items() if stored.to_dict().get(k) != v)
             raise SweepResumeError(f"{out} holds a different sweep (fields {', '.join(diff)} differ); "
                                    "choose another --out")
     elif parts:
-        raise SweepResumeError(f"{out} holds result parts but no {SPEC_FILE}")
+        raise SweepResumeError(f"{out} holds result parts but no {kind.spec_file}")
     if parts and not resume:
         raise SweepResumeError(f"{out} already holds {len(parts)} result files; resume, or choose "
                                "an empty directory")
-    doc = {"format": FORMAT, "pydepth_version": __version__, "spec": spec.to_dict()}
+    doc = {"format": kind.format, "pydepth_version": __version__, "spec": spec.to_dict()}
     if not spec_path.exists():
         _atomic_write_bytes(spec_path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
-    return done_cells(d, spec, repair=repair)
+    return done_cells(d, spec, repair=repair, kind=kind)
 
 
-def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None) -> Any:
-    """Every stored row of ``out`` as one Arrow table, sorted by (depth, width, seed, policy,
-    step, site) so that equal sweeps give equal tables whatever the batching or order."""
+def read_table(out: PathLike, *, columns: Optional[Iterable[str]] = None, kind: StoreKind = SWEEP_STORE) -> Any:
+    """Every stored row of ``out`` as one Arrow table, sorted by the kind's keys (a sweep's:
+    depth, width, seed, policy, step, site) so that equal sweeps give equal tables whatever the
+    batching or order."""
     pa, _ = pyarrow_modules()
-    spec = read_spec(out)
+    spec = read_spec(out, kind)
     want = list(columns) if columns is not None else None
     if want is not None:
-        unknown = [c for c in want if c not in dict(COLUMNS)]
+        unknown = [c for c in want if c not in dict(kind.columns)]
         if unknown:
             raise SweepStoreError(f"unknown result columns {unknown}")
-        for key in ("depth", "width", "seed", "policy", "step", "site"):
+        for key in kind.sort_keys:
             if key not in want:
                 want.append(key)
     tables = []
-    for name in verify_store(out, spec.to_json(), FORMAT):
+    for name in verify_store(out, spec.to_json(), kind.format):
         p = pathlib.Path(out) / name
         data = read_bytes(p, "sweep part", SweepStoreError, inside=p.parent)
-        tables.append(read_part(p, data, spec.to_json(), FORMAT, columns=want))
+        tables.append(read_part(p, data, spec.to_json(), kind.format, columns=want))
     if not tables:
-        return schema(spec).empty_table() if want is None else \
-            pa.schema([schema(spec).field(c) for c in want]).empty_table()
+        return schema(spec, kind).empty_table() if want is None else \
+            pa.schema([schema(spec, kind).field(c) for c in want]).empty_table()
     table = pa.concat_tables(tables)
-    keys = [("depth", "ascending"), ("width", "ascending"), ("seed", "ascending"),
-            ("policy", "ascending"), ("step", "ascending"), ("site", "ascending")]
-    return table.sort_by(keys).replace_schema_metadata(schema(spec).metadata)
+    keys = [(k, "ascending") for k in kind.sort_keys]
+    return table.sort_by(keys).replace_schema_metadata(schema(spec, kind).metadata)
