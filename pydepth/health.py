@@ -145,7 +145,7 @@ class SquareSums:
 
     def scaled(self, i: int) -> np.ndarray:
         """Array ``i`` as float64 rows times the scale (an overflow becomes infinity)."""
-        rows = self.rows[i].astype(np.float64)
+        rows: np.ndarray = self.rows[i].astype(np.float64)
         if self.scale != 1.0:
             with np.errstate(over="ignore", under="ignore"):  # an overflow is refused as non-finite later
                 rows = rows * self.scale

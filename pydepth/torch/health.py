@@ -460,7 +460,7 @@ def probe_sites(module: nn.Module, input_ids: Any, labels: Any = None, *, attent
         if g is None:
             raise MissingAdjointError(f"site {i} has no completed adjoint: the loss does not depend on it")
     return SiteProbe(layout, tuple(_stream_shaped([s.detach() for s in sites])), tuple(_stream_shaped(list(grads))),
-                     valid, capture.branches, tuple(zip(params, every[len(sites):])))
+                     valid, capture.branches, parameter_gradients=tuple(zip(params, every[len(sites):])))
 
 
 def _accumulate(pairs: Sequence[Tuple[torch.Tensor, Optional[torch.Tensor]]]) -> None:
