@@ -53,11 +53,20 @@ from .depth_init import (DepthInitializationBudget, DepthInitializationRecord, D
                          initialize_depth_scaled)
 from .errors import *  # noqa: F403
 from .errors import __all__ as _error_names
+from . import health as _health
 from .health import (HEALTH_BAND, BranchHealthRow, DepthHealthReport, RatioBand, ResidualHealthRow,
                      classify_ratio, observe_residual_health)
 from .model import BlockForward, DecoderModel, ForwardRecord, GraphValue, NamedParameter, is_recording, no_grad
 from .threads import get_num_threads, set_num_threads
 from .xavier import XavierScale, xavier_scale
+
+
+def _health_report_html(report: DepthHealthReport) -> str:
+    from .report.inline import health_report_html  # imported when a notebook first asks
+    return health_report_html(report)
+
+
+_health.html_renderer[0] = _health_report_html  # the composition root: health sits below the report package
 
 __all__ = ["__version__", "SplitMix64", "Batch", "DecoderConfig", "XavierScale", "xavier_scale",
            "BlockForward", "DecoderModel", "ForwardRecord", "GraphValue", "NamedParameter",

@@ -20,7 +20,7 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -292,6 +292,15 @@ class BranchHealthRow:
         return as_dict(self)
 
 
+def _no_renderer(report: DepthHealthReport) -> str:
+    raise RuntimeError("pydepth.health.html_renderer is unset: import pydepth, whose __init__ sets it")
+
+
+#: The notebook HTML of a :class:`DepthHealthReport`, set by ``pydepth/__init__.py`` to the report
+#: package's renderer: that package imports this module, so this one cannot import it.
+html_renderer: List[Callable[[DepthHealthReport], str]] = [_no_renderer]
+
+
 @dataclass(frozen=True)
 class DepthHealthReport:
     """Residual health of one decoder on one forward pass and its mean loss; ``band`` is the
@@ -338,9 +347,8 @@ class DepthHealthReport:
 
     def _repr_html_(self) -> str:
         """The report as a notebook shows it: the verdict, the sites' table and, with
-        matplotlib installed, the ratio figure as inline SVG."""
-        from .report.inline import health_report_html  # the report package owns the HTML
-        return health_report_html(self)
+        matplotlib installed, the ratio figure as inline SVG (:data:`html_renderer`)."""
+        return html_renderer[0](self)
 
     def to_table(self, title: Optional[str] = None) -> str:
         """A plain-text table for people: the verdict first, the legend, then the sites (four

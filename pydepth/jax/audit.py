@@ -35,7 +35,7 @@ from ..bridge.schemes import SCHEMES, AuditRow, InitializationAudit, Scheme, aud
 from ..errors import JaxScalingSchemeError as ScalingSchemeError
 from ._init_rules import EMBEDDING_RULES, GAIN_STD, MATRIX_RULES, nearest
 from ._leaves import named_leaves
-from .scaling import Selected, jax_factors, select_projections
+from ._select import Selected, jax_factors, select_projections
 
 __all__ = ["audit_initialization", "identify_scheme", "BaseStd"]
 

@@ -169,6 +169,29 @@ def _hf_config(module: nn.Module) -> Any:
     return cfg if callable(getattr(cfg, "to_json_string", None)) else None
 
 
+def _earlier(module: nn.Module, row: DepthParametrization,
+             force: bool) -> Tuple[List[Tuple[str, BranchMultiplier]], Any]:
+    """The branch multipliers already on ``module`` and the parametrizations its config records;
+    refused (:class:`pydepth.AlreadyScaledError`) when either says applied, unless ``force``."""
+    present = _hooks(module)
+    if present and not force:
+        path, hook = present[0]
+        raise AlreadyScaledError(
+            f"{type(module).__name__} already carries branch multipliers ({hook!r} on "
+            f"{path!r} and {len(present) - 1} more); applying {row.name!r} again multiplies "
+            "them — pass force=True if that is what you want"
+        )
+    cfg = _hf_config(module)
+    recorded = getattr(cfg, CONFIG_KEY, None) if cfg is not None else None
+    if recorded and not present and not force:  # the config says applied, the hooks are gone
+        raise AlreadyScaledError(
+            f"{type(module).__name__}'s config records {CONFIG_KEY} {_names_of(recorded)} but the model carries no "
+            "branch multipliers: a model loaded with from_pretrained lost its hooks (restore_branch_multipliers "
+            "puts them back); for a fresh model built from that config pass force=True"
+        )
+    return present, recorded
+
+
 def apply_parametrization(
     module: nn.Module, name: str, *, architecture: Union[str, ArchitectureSpec, None] = None, force: bool = False
 ) -> TorchParametrizationRecord:
@@ -197,22 +220,7 @@ def apply_parametrization(
     depth = layout.depth
     mu = row.branch_multiplier(depth)
     branches = _branch_modules(module, layout) if mu != 1.0 else []
-    present = _hooks(module)
-    if present and not force:
-        path, hook = present[0]
-        raise AlreadyScaledError(
-            f"{type(module).__name__} already carries branch multipliers ({hook!r} on "
-            f"{path!r} and {len(present) - 1} more); applying {row.name!r} again multiplies "
-            "them — pass force=True if that is what you want"
-        )
-    cfg = _hf_config(module)
-    recorded = getattr(cfg, CONFIG_KEY, None) if cfg is not None else None
-    if recorded and not present and not force:  # the config says applied, the hooks are gone
-        raise AlreadyScaledError(
-            f"{type(module).__name__}'s config records {CONFIG_KEY} {_names_of(recorded)} but the model carries no "
-            "branch multipliers: a model loaded with from_pretrained lost its hooks (restore_branch_multipliers "
-            "puts them back); for a fresh model built from that config pass force=True"
-        )
+    present, recorded = _earlier(module, row, force)
     scaling = apply_depth_scaling(module, scheme=_init_scheme(row), architecture=architecture, force=force)
     for _, m in branches:
         m.register_forward_hook(BranchMultiplier(mu, row.name))
