@@ -72,6 +72,8 @@ def test_observation_commits_exactly_one_ordinary_pass():
 
 INTERRUPT = """
     import os, signal, threading, time, numpy as np, pydepth as pd
+    # Ctrl-C as a fresh terminal delivers it: a test run that ignores SIGINT passes that on to children
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     pd.set_num_threads(1)
     m = pd.DecoderModel(pd.DecoderConfig(500, 128, 4, 512, 60, 256), pd.SplitMix64(1))
     x = (np.arange(4 * 256) * 7919 % 500).reshape(4, 256)
