@@ -104,6 +104,18 @@ def _int(name: str, value: Any, *, minimum: int, maximum: int) -> int:
     return int(value)
 
 
+def grid_config(vocabulary_size: int, width: int, head_width: int, ff_ratio: float, depth: int,
+                sequence_length: int) -> DecoderConfig:
+    """The decoder of a grid cell: ``width // head_width`` heads (at least one), a feed-forward
+    width of ``round(ff_ratio * width)`` (at least one); a refusal names the cell's width and depth
+    (the one rule of every study's grid: sweeps, depth checks, depth transfer)."""
+    try:
+        return DecoderConfig(vocabulary_size, width, max(1, width // head_width), max(1, round(ff_ratio * width)),
+                             depth, sequence_length)
+    except ConfigError as err:
+        raise SweepSpecError(f"width {width}, depth {depth}: {err}") from None
+
+
 @dataclass(frozen=True)
 class Cell:
     """One run of the grid: a model of ``depth`` blocks and ``width`` features, initialized
@@ -236,12 +248,8 @@ class SweepSpec:
         key = (depth, width)
         cfg = self._configs.get(key)
         if cfg is None:
-            heads = max(1, width // self.head_width)
-            ff = max(1, round(self.ff_ratio * width))
-            try:
-                cfg = DecoderConfig(self.vocabulary_size, width, heads, ff, depth, self.sequence_length)
-            except ConfigError as err:
-                raise SweepSpecError(f"width {width}, depth {depth}: {err}") from None
+            cfg = grid_config(self.vocabulary_size, width, self.head_width, self.ff_ratio, depth,
+                              self.sequence_length)
             self._configs[key] = cfg
         return cfg
 

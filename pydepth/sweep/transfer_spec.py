@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from ..config import DecoderConfig
-from ..errors import ConfigError, InvalidBandError
+from ..errors import InvalidBandError
 from ..health import HEALTH_BAND, check_band
 from ..parametrizations import PARAMETRIZATIONS
 from .errors import SweepSpecError
-from .spec import _int, _ints, _real
+from .spec import _int, _ints, _real, grid_config
 
 __all__ = ["TransferSpec", "TransferCell", "text_sha256", "parse_cell_id", "MAX_LRS"]
 
@@ -177,11 +177,7 @@ class TransferSpec:
         """The byte-level decoder configuration of a cell of ``depth`` blocks."""
         cfg = self._configs.get(depth)
         if cfg is None:
-            try:
-                cfg = DecoderConfig(256, self.width, max(1, self.width // self.head_width),
-                                    max(1, round(self.ff_ratio * self.width)), depth, self.sequence_length)
-            except ConfigError as err:
-                raise SweepSpecError(f"width {self.width}, depth {depth}: {err}") from None
+            cfg = grid_config(256, self.width, self.head_width, self.ff_ratio, depth, self.sequence_length)
             self._configs[depth] = cfg
         return cfg
 
