@@ -23,7 +23,7 @@ from ..depth_init import DepthInitializationBudget
 from ..errors import ArgumentTypeError, GeneratorStateError
 from ..model import DecoderModel, NamedParameter
 from ..optim import AdamW
-from .table import GROUPS, DepthParametrization, get_parametrization, parameter_group
+from .table import DepthParametrization, get_parametrization, parameter_group
 
 __all__ = [
     "ParametrizationRecord",
@@ -112,19 +112,8 @@ def initialize_parametrized(
 def optimizer_factors(row: DepthParametrization, layers: int, names: Sequence[str]) -> Dict[str, Dict[str, float]]:
     """``{name: {"lr", "eps", "weight_decay": factor}}`` for AdamW's ``factors`` from each
     parameter's group (:func:`pydepth.parametrizations.parameter_group`)."""
-    by_group = _group_factors(row, layers)
+    by_group = row.group_factors(layers)
     return {n: dict(by_group[parameter_group(n)]) for n in names}
-
-
-def _group_factors(row: DepthParametrization, layers: int) -> Dict[str, Dict[str, float]]:
-    return {
-        g: {
-            "lr": row.lr_factor(layers, g),
-            "eps": row.epsilon_factor(layers, g),
-            "weight_decay": row.weight_decay_factor(layers, g),
-        }
-        for g in GROUPS
-    }
 
 
 def build_parametrized(
@@ -174,6 +163,6 @@ def build_parametrized(
         betas=(h["betas"][0], h["betas"][1]),
         eps=h["eps"],
         weight_decay=h["weight_decay"],
-        group_factors=_group_factors(row, layers),
+        group_factors=row.group_factors(layers),
     )
     return Parametrized(model, optimizer, record)

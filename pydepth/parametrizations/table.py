@@ -16,7 +16,7 @@ import operator
 import re
 from types import MappingProxyType
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Tuple
 
 from ..depth_init import DepthScalePolicy
 from ..errors import ArgumentTypeError, ParametrizationError
@@ -137,6 +137,12 @@ class DepthParametrization:
     def weight_decay_factor(self, layers: int, group: str) -> float:
         """The factor on the base weight decay of the parameters in ``group``."""
         return _power(_layers(layers), self.weight_decay_exponents[_group(group)])
+
+    def group_factors(self, layers: int) -> Dict[str, Dict[str, float]]:
+        """``{group: {"lr", "eps", "weight_decay": factor}}`` at depth ``layers``: what an
+        optimizer's parameter group of each :data:`GROUPS` multiplies its base values by."""
+        return {g: {"lr": self.lr_factor(layers, g), "eps": self.epsilon_factor(layers, g),
+                    "weight_decay": self.weight_decay_factor(layers, g)} for g in GROUPS}
 
     def summary(self, layers: int) -> Mapping[str, Any]:
         """Every factor this row gives at depth ``layers``, as plain numbers (for records and docs)."""

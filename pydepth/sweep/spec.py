@@ -12,7 +12,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Tuple
 
 from .._files.reading import read_json
 from ..config import DecoderConfig
@@ -102,6 +102,19 @@ def _int(name: str, value: Any, *, minimum: int, maximum: int) -> int:
     if not minimum <= int(value) <= maximum:
         raise SweepSpecError(f"{name} must lie in [{minimum}, {maximum}], got {int(value)}")
     return int(value)
+
+
+def check_adamw_fields(spec: Any, set_field: Callable[[Any, str, Any], None]) -> None:
+    """Checks and normalizes a study spec's AdamW fields (``betas``, ``eps``, ``weight_decay``),
+    the one rule of every study's grid, setting each through ``set_field(spec, name, value)``."""
+    betas = spec.betas
+    if isinstance(betas, (str, bytes)) or not isinstance(betas, Iterable) or len(tuple(betas)) != 2:
+        raise SweepSpecError(f"betas must be two numbers, got {betas!r}")
+    set_field(spec, "betas", tuple(_real("betas", b, low=0.0, high=1.0) for b in betas))
+    if spec.betas[0] >= 1.0 or spec.betas[1] >= 1.0:
+        raise SweepSpecError(f"betas must each be below 1, got {spec.betas!r}")
+    set_field(spec, "eps", _real("eps", spec.eps, low=0.0, high=1.0, open_low=True))
+    set_field(spec, "weight_decay", _real("weight_decay", spec.weight_decay, low=0.0, high=1e3))
 
 
 def grid_config(vocabulary_size: int, width: int, head_width: int, ff_ratio: float, depth: int,
@@ -208,14 +221,7 @@ class SweepSpec:
         s(self, "batch_rows", _int("batch_rows", self.batch_rows, minimum=1, maximum=1 << 12))
         s(self, "data_seed", _int("data_seed", self.data_seed, minimum=0, maximum=2**64 - 1))
         s(self, "lr", _real("lr", self.lr, low=0.0, high=1e3, open_low=True))
-        betas = self.betas
-        if isinstance(betas, (str, bytes)) or not isinstance(betas, Iterable) or len(tuple(betas)) != 2:
-            raise SweepSpecError(f"betas must be two numbers, got {betas!r}")
-        s(self, "betas", tuple(_real("betas", b, low=0.0, high=1.0) for b in betas))
-        if self.betas[0] >= 1.0 or self.betas[1] >= 1.0:
-            raise SweepSpecError(f"betas must each be below 1, got {self.betas!r}")
-        s(self, "eps", _real("eps", self.eps, low=0.0, high=1.0, open_low=True))
-        s(self, "weight_decay", _real("weight_decay", self.weight_decay, low=0.0, high=1e3))
+        check_adamw_fields(self, s)
         if self.backend not in BACKENDS:
             raise SweepSpecError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         try:

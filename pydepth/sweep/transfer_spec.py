@@ -19,7 +19,7 @@ from ..errors import InvalidBandError
 from ..health import HEALTH_BAND, check_band
 from ..parametrizations import PARAMETRIZATIONS
 from .errors import SweepSpecError
-from .spec import _int, _ints, _real, grid_config
+from .spec import _int, _ints, _real, check_adamw_fields, grid_config
 
 __all__ = ["TransferSpec", "TransferCell", "text_sha256", "parse_cell_id", "MAX_LRS"]
 
@@ -158,14 +158,7 @@ class TransferSpec:
             raise SweepSpecError(f"warmup must be at most updates={self.updates}, got {self.warmup}")
         s(self, "data_seed", _int("data_seed", self.data_seed, minimum=0, maximum=2**64 - 2))
         s(self, "ff_ratio", _real("ff_ratio", self.ff_ratio, low=0.0, high=64.0, open_low=True))
-        betas = self.betas
-        if isinstance(betas, (str, bytes)) or not isinstance(betas, Iterable) or len(tuple(betas)) != 2:
-            raise SweepSpecError(f"betas must be two numbers, got {betas!r}")
-        s(self, "betas", tuple(_real("betas", b, low=0.0, high=1.0) for b in betas))
-        if self.betas[0] >= 1.0 or self.betas[1] >= 1.0:
-            raise SweepSpecError(f"betas must each be below 1, got {self.betas!r}")
-        s(self, "eps", _real("eps", self.eps, low=0.0, high=1.0, open_low=True))
-        s(self, "weight_decay", _real("weight_decay", self.weight_decay, low=0.0, high=1e3))
+        check_adamw_fields(self, s)
         try:
             s(self, "band", tuple(check_band(self.band)))
         except InvalidBandError as err:

@@ -107,17 +107,6 @@ class TorchParametrizationRecord:
         }
 
 
-def _group_factors(row: DepthParametrization, depth: int) -> Dict[str, Dict[str, float]]:
-    return {
-        g: {
-            "lr": row.lr_factor(depth, g),
-            "eps": row.epsilon_factor(depth, g),
-            "weight_decay": row.weight_decay_factor(depth, g),
-        }
-        for g in GROUPS
-    }
-
-
 def _init_scheme(row: DepthParametrization) -> Callable[[int, int], float]:
     def factor(layer: int, depth: int) -> float:
         return row.init_factor(depth, layer)
@@ -233,7 +222,7 @@ def apply_parametrization(
         scaling=scaling,
         branch_multiplier=mu,
         hooked_modules=tuple(p for p, _ in branches),
-        group_factors=_group_factors(row, depth),
+        group_factors=row.group_factors(depth),
         forced=scaling.forced or bool(present) or bool(recorded),
     )
     cfg = _hf_config(module)
@@ -318,7 +307,7 @@ def parameter_groups(
         base["eps"] = _base("eps", eps)
     layout = resolve_layout(module, architecture, None, None)
     groups = torch_parameter_group(module, layout)
-    factors = _group_factors(row, layout.depth)
+    factors = row.group_factors(layout.depth)
     members: Dict[str, List[nn.Parameter]] = {g: [] for g in GROUPS}
     for p in module.parameters():
         members[groups[id(p)]].append(p)
