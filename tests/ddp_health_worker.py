@@ -4,6 +4,7 @@ gloo processes under DistributedDataParallel (each on half of every batch) and b
 on whole batches, observed every 2 steps on a held batch. Writes, in the directory given:
 zero-{rank}.jsonl (default monitor: rank 0 only), all-{rank}.jsonl (every rank observes) and
 single.jsonl (one process)."""
+import gc
 import os
 import pathlib
 import socket
@@ -47,21 +48,27 @@ def train(module, monitors, rows):
             m.step()
 
 
+def train_ranks(rank, out):
+    """This rank's share of the run; the DDP module and monitors die with this frame."""
+    ddp = torch.nn.parallel.DistributedDataParallel(model())
+    held, _ = data()
+    monitors = [HealthMonitor(ddp, every=EVERY, batch=held, sinks=[JsonLinesSink(out / f"zero-{rank}.jsonl")]),
+                HealthMonitor(ddp, every=EVERY, batch=held, rank_zero_only=False,
+                              sinks=[JsonLinesSink(out / f"all-{rank}.jsonl")])]
+    half = ROWS // 2
+    train(ddp, monitors, slice(rank * half, (rank + 1) * half))
+    for m in monitors:
+        m.close()
+
+
 def worker(rank, out, port):
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
-        ddp = torch.nn.parallel.DistributedDataParallel(model())
-        held, _ = data()
-        monitors = [HealthMonitor(ddp, every=EVERY, batch=held, sinks=[JsonLinesSink(out / f"zero-{rank}.jsonl")]),
-                    HealthMonitor(ddp, every=EVERY, batch=held, rank_zero_only=False,
-                                  sinks=[JsonLinesSink(out / f"all-{rank}.jsonl")])]
-        half = ROWS // 2
-        train(ddp, monitors, slice(rank * half, (rank + 1) * half))
-        for m in monitors:
-            m.close()
+        train_ranks(rank, out)
     finally:
+        gc.collect()  # DDP sits in reference cycles; alive past destroy_process_group, torch aborts exits
         dist.destroy_process_group()
 
 

@@ -5,6 +5,7 @@ own micro-batch, observed in-step at step 1 with ``processes="local"`` (every ra
 batch) and at step 2 with ``processes="all-reduce"``. Besides the monitors' values each rank
 writes its own residual sites' sums of squares and counts, read with hooks of its own, so the test
 can recompute both."""
+import gc
 import json
 import os
 import pathlib
@@ -69,21 +70,27 @@ def observed_step(ddp, layers, monitor, ids):
             "adjoint_sums": sums([grads[s] for s in order], valid), "positions": int(valid.sum())}
 
 
+def observe(rank, out):
+    """Both observed steps on this rank; the DDP module and monitors die with this frame."""
+    ddp = torch.nn.parallel.DistributedDataParallel(model())
+    layers = ddp.module.model.layers
+    gen = torch.Generator().manual_seed(10 + rank)  # each rank its own micro-batch
+    ids = torch.randint(0, VOCAB, (2, 7 + 2 * rank), generator=gen)
+    local = HealthMonitor(ddp, every=1, mode="in-step", rank_zero_only=False)
+    reduced = HealthMonitor(ddp, every=1, mode="in-step", processes="all-reduce")
+    result = {"local": observed_step(ddp, layers, local, ids)}
+    reduced.steps = 1  # its first observation is the run's step 2
+    result["all-reduce"] = observed_step(ddp, layers, reduced, ids)
+    (out / f"rank-{rank}.json").write_text(json.dumps(result))
+
+
 def worker(rank, out):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{out / 'rendezvous'}", rank=rank, world_size=2)
     try:
-        ddp = torch.nn.parallel.DistributedDataParallel(model())
-        layers = ddp.module.model.layers
-        gen = torch.Generator().manual_seed(10 + rank)  # each rank its own micro-batch
-        ids = torch.randint(0, VOCAB, (2, 7 + 2 * rank), generator=gen)
-        local = HealthMonitor(ddp, every=1, mode="in-step", rank_zero_only=False)
-        reduced = HealthMonitor(ddp, every=1, mode="in-step", processes="all-reduce")
-        result = {"local": observed_step(ddp, layers, local, ids)}
-        reduced.steps = 1  # its first observation is the run's step 2
-        result["all-reduce"] = observed_step(ddp, layers, reduced, ids)
-        (out / f"rank-{rank}.json").write_text(json.dumps(result))
+        observe(rank, out)
     finally:
+        gc.collect()  # DDP sits in reference cycles; alive past destroy_process_group, torch aborts exits
         dist.destroy_process_group()
 
 
