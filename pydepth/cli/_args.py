@@ -153,6 +153,21 @@ def add_band(p: argparse.ArgumentParser) -> None:
                    "recorded in the report")
 
 
+def add_engine(p: argparse.ArgumentParser) -> None:
+    """The sweep engine's flags, the same on every subcommand that runs a grid of cells:
+    ``--scheduler``, ``--workers``, ``--no-resume`` and ``--recompute-damaged``."""
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address (tcp://HOST:PORT), or local, threads, serial; default "
+                        "$DASK_SCHEDULER_ADDRESS, else a local cluster of one worker process per core")
+    p.add_argument("--workers", type=positive, default=None, metavar="N",
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--no-resume", dest="resume", action="store_false",
+                   help="refuse a result directory that already holds results instead of resuming it")
+    p.add_argument("--recompute-damaged", action="store_true",
+                   help="on resume, move parts that fail verification (hash, row count, page checksums, "
+                        "duplicated cells) to DIR/_damaged/ and recompute their cells, instead of refusing")
+
+
 def add_output(p: argparse.ArgumentParser) -> None:
     """``--format table|json`` and ``--output FILE``, the same on every subcommand: tables for
     people by default, a JSON document when asked."""

@@ -49,15 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--rerun", nargs=2, metavar=("DIR", "ROW_ID"), default=None,
                    help="recompute one stored cell (its id is its row id) alone and compare it bit for bit "
                    "(exit 0 only when identical)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address (tcp://HOST:PORT), or local, threads, serial; default "
-                        "$DASK_SCHEDULER_ADDRESS, else a local cluster of one worker process per core")
-    p.add_argument("--workers", type=_args.positive, default=None, metavar="N",
-                   help="worker processes of the local cluster (default: one per core)")
-    p.add_argument("--no-resume", dest="resume", action="store_false",
-                   help="refuse a result directory that already holds results instead of resuming it")
-    p.add_argument("--recompute-damaged", action="store_true",
-                   help="on resume, move parts that fail verification to DIR/_damaged/ and recompute their cells")
+    _args.add_engine(p)
     _args.add_plot(p, "the depth-transfer figure")
 
 

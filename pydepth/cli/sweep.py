@@ -57,16 +57,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: Dict[str, Any], *, ou
     p.add_argument("--out", required=out_required, metavar="DIR",
                    help="result directory (Parquet parts, _sweep.json, _manifest.json; pandas, pyarrow, polars "
                    "and DuckDB read it as it is); an existing sweep there is resumed")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address (tcp://HOST:PORT), or local, threads, serial; default "
-                        "$DASK_SCHEDULER_ADDRESS, else a local cluster of one worker process per core")
-    p.add_argument("--workers", type=_args.positive, default=None, metavar="N",
-                   help="worker processes of the local cluster (default: one per core)")
-    p.add_argument("--no-resume", dest="resume", action="store_false",
-                   help="refuse a result directory that already holds results instead of resuming it")
-    p.add_argument("--recompute-damaged", action="store_true",
-                   help="on resume, move parts that fail verification (hash, row count, page checksums, "
-                        "duplicated cells) to DIR/_damaged/ and recompute their cells, instead of refusing")
+    _args.add_engine(p)
     p.add_argument("--quiet", action="store_true", help="no progress or 'wrote' lines on stderr (for logs)")
     _args.add_plot(p, "the depth-check figures")
 
