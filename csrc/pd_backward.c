@@ -320,10 +320,14 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_
     size_t x[PD_X_COUNT];
     s->grad = t->grad;
     s->direct = t->direct;
-    s->touched = calloc(V, 1);
-    s->gather_row = malloc(V * sizeof(size_t));
-    s->gather_ids = malloc((N ? N : 1) * sizeof(int64_t));
-    if (!s->touched || !s->gather_row || !s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
+    /* the lookup's three tables in one block, widest first, so each stays aligned: [N] ids,
+     * [V] rows, [V] flags (V doubles of E exist, so the sizes cannot overflow) */
+    const size_t n_ids = N ? N : 1;
+    s->gather_ids = malloc(n_ids * sizeof(int64_t) + V * sizeof(size_t) + V);
+    if (!s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
+    s->gather_row = (size_t *)(s->gather_ids + n_ids);
+    s->touched = (uint8_t *)(s->gather_row + V);
+    memset(s->touched, 0, V);
     pd_graph_extents(g, x);
     pd_carver measure = {NULL, 0, 0};
     scratch_bind(s, &measure, x, g->model->branch != NULL);
@@ -336,9 +340,7 @@ static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_
 }
 
 static void scratch_free(backward_scratch *s) {
-    free(s->touched);
-    free(s->gather_row);
-    free(s->gather_ids);
+    free(s->gather_ids); /* the block of gather_row and touched too */
     pd_buf_put(s->arena);
 }
 

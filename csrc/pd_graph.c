@@ -74,23 +74,39 @@ static void graph_bind(pd_graph *g, pd_carver *c) {
     g->site_arena = g->recorded ? NULL : pd_carve(c, 2 * g->model->cfg.layers + 1, PD_S_ROWS_W, x);
 }
 
-/* The layout arrays, the block records and the arena of `doubles`; on failure the caller frees g. */
+/* The next `bytes` of the layout block at base (NULL over a NULL base), rounded up to 8 so
+ * every piece stays aligned. */
+static void *layout_cut(char *base, size_t *used, size_t bytes) {
+    void *p = base ? base + *used : NULL;
+    *used += (bytes + 7) & ~(size_t)7;
+    return p;
+}
+
+/* The layout arrays, cut from one block at base (one allocation a forward instead of nine);
+ * over a NULL base they are NULL and only *used counts the block's size. */
+static void layout_bind(pd_graph *g, char *base, size_t *used) {
+    const size_t N = g->N, np = g->model->n_params + 1;
+    g->ids = layout_cut(base, used, N * sizeof(int64_t));
+    g->targets = layout_cut(base, used, N * sizeof(int64_t));
+    g->pos = layout_cut(base, used, N * sizeof(size_t));
+    g->seg_start = layout_cut(base, used, N * sizeof(size_t));
+    g->seg_end = layout_cut(base, used, N * sizeof(size_t));
+    g->revisions = layout_cut(base, used, np * sizeof(uint64_t));
+    g->checksums = layout_cut(base, used, np * sizeof(size_t));
+    g->sites = layout_cut(base, used, (2 * g->model->cfg.layers + 1) * sizeof(double *));
+    g->valid = layout_cut(base, used, N);
+}
+
+/* The layout block, the block records and the arena of `doubles`; on failure the caller frees g.
+ * The layout's size is below the arena's (ten doubles a position at least): no overflow. */
 static pd_status graph_alloc(pd_graph *g, size_t doubles, pd_error *e) {
-    const size_t N = g->N, n_sites = 2 * g->model->cfg.layers + 1;
-    g->ids = malloc(N * sizeof(int64_t));
-    g->targets = malloc(N * sizeof(int64_t));
-    g->valid = malloc(N);
-    g->pos = malloc(N * sizeof(size_t));
-    g->seg_start = malloc(N * sizeof(size_t));
-    g->seg_end = malloc(N * sizeof(size_t));
-    g->revisions = malloc((g->model->n_params + 1) * sizeof(uint64_t));
-    g->checksums = malloc((g->model->n_params + 1) * sizeof(size_t));
-    g->sites = malloc(n_sites * sizeof(double *));
+    size_t bytes = 0, used = 0;
+    layout_bind(g, NULL, &bytes);
+    char *block = malloc(bytes);
+    layout_bind(g, block, &used); /* a failed malloc leaves every layout array NULL */
     g->blocks = calloc(g->n_blocks_stored + 1, sizeof(pd_block_rec));
     g->arena = pd_buf_get(doubles, 0, e);
-    if (!g->ids || !g->targets || !g->valid || !g->pos || !g->seg_start || !g->seg_end ||
-        !g->revisions || !g->checksums || !g->sites || !g->blocks || !g->arena)
-        return pd_fail(e, PD_ERR_ALLOC, doubles, 0.0, -1, -1);
+    if (!block || !g->blocks || !g->arena) return pd_fail(e, PD_ERR_ALLOC, doubles, 0.0, -1, -1);
     return PD_OK;
 }
 
@@ -119,9 +135,8 @@ pd_status pd_graph_alloc(pd_graph *g, const pd_model *m, size_t B, size_t T, int
 
 void pd_graph_free(pd_graph *g) {
     pd_graph_discard(g);
-    free(g->blocks); /* block records and sites live in g->arena */
-    free(g->ids); free(g->targets); free(g->valid); free(g->pos); free(g->seg_start);
-    free(g->seg_end); free(g->revisions); free(g->checksums); free(g->sites);
+    free(g->blocks);
+    free(g->ids); /* the layout block, every layout array and the sites in it */
     if (g->prob != g->logits) pd_buf_put(g->prob); /* a lean record's lives in the arena */
     pd_buf_put(g->arena); free(g->nll);
     memset(g, 0, sizeof *g);

@@ -29,10 +29,18 @@ int pd_shape_size(int cls, const size_t x[PD_X_COUNT], size_t *n) {
     return 1;
 }
 
+/* Every class's size over x at once: a binding's carves repeat a handful of classes. */
+static void size_table(pd_carver *c, const size_t x[PD_X_COUNT]) {
+    for (int cls = 0; cls < PD_S_COUNT; cls++) c->fits[cls] = (unsigned char)pd_shape_size(cls, x, &c->size[cls]);
+    c->x = x;
+}
+
 double *pd_carve(pd_carver *c, size_t count, int cls, const size_t x[PD_X_COUNT]) {
     size_t n;
     double *out = c->base ? c->base + c->used : NULL;
-    if (!pd_shape_size(cls, x, &n) || !pd_mul_ok(count, n, &n) || !pd_add_ok(c->used, n, &c->used))
+    if (c->x != x) size_table(c, x);
+    const int s = cls >= 0 && cls < PD_S_COUNT ? cls : PD_S_NONE;
+    if (!c->fits[s] || !pd_mul_ok(count, c->size[s], &n) || !pd_add_ok(c->used, n, &c->used))
         c->overflow = 1;
     return out;
 }

@@ -44,14 +44,18 @@ int pd_shape_size(int cls, const size_t x[PD_X_COUNT], size_t *n);
 
 /* A cursor over a buffer of doubles: each carve hands out the next piece. Over a NULL base it
  * hands out NULLs and only counts (checked), so one binding function both sizes a buffer and
- * cuts it, and the two cannot disagree. */
+ * cuts it, and the two cannot disagree. Initialize it as {base, 0, 0}: the rest is its cache. */
 typedef struct {
     double *base;
     size_t used;  /* doubles handed out so far */
     int overflow; /* a size or the sum overflowed */
+    const size_t *x;              /* the extents the size table below was worked out over */
+    size_t size[PD_S_COUNT];      /* each shape class's elements over x */
+    unsigned char fits[PD_S_COUNT]; /* 0: that size overflowed */
 } pd_carver;
 
-/* The next piece, `count` values of shape class cls over x. */
+/* The next piece, `count` values of shape class cls over x; x's values must not change between
+ * the carves of one carver (a binding carves dozens of values over one extents array). */
 double *pd_carve(pd_carver *c, size_t count, int cls, const size_t x[PD_X_COUNT]);
 
 #endif

@@ -21,6 +21,8 @@ from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignR
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
 _KEEP_MODES: Dict[str, int] = {"all": _layout.RECORD_ALL, "training": _layout.RECORD_TRAINING}
+# read on every training step; module globals spare the attribute lookups
+_LOSS, _RECORD_NONE, _RECORD_TRAINING = _nodes.LOSS, _layout.RECORD_NONE, _layout.RECORD_TRAINING
 #: Why a value is missing, by ForwardRecord.keeps.
 _NOT_KEPT: Dict[str, str] = {
     "sites": "forward(record=False) keeps only residual sites, the final norm output and logits",
@@ -200,6 +202,12 @@ class GraphValue:
 
     def item(self) -> float:
         """The single value of a one-element value (the loss) as a float."""
+        if self._kind == _LOSS:  # a training step's one read: the double itself, no view made
+            rec = self._record
+            rec._check_alive()
+            loss = rec._graph.loss_item()
+            if loss is not None:
+                return cast(float, loss)
         v = self.value
         if v.size != 1:
             raise ValueError(f"{self.name} has {v.size} elements; item() needs exactly one")
@@ -207,7 +215,7 @@ class GraphValue:
 
     def backward(self) -> None:
         """Reverse pass of the mean loss; parameter gradients accumulate until zero_grad()."""
-        self.backward_with_selected_adjoints([])
+        self._reverse((), commit=True)
 
     def backward_with_selected_adjoints(self, selected: Sequence[GraphValue]) -> List[Optional[np.ndarray]]:
         """One ordinary reverse pass that also returns the completed adjoints of the selected
@@ -224,10 +232,16 @@ class GraphValue:
         +0.0, under the model's lock) and the pass is committed if it returns True, dropped if
         it returns False or raises; decide must not touch the model's gradients or values
         nor run its forward."""
-        if self._kind != _nodes.LOSS:
+        if self._kind != _LOSS:
             raise AutodiffError(f"backward starts from a rank-0 mean loss, not {self.name}")
         rec = self._record
         rec._check_alive()
+        if not selected and decide is None:  # a training step's pass: no buffers or hook to build
+            try:
+                rec._graph.backward([], [], commit, None)
+            except _status.CoreError as err:
+                raise_core(err, param_names=[p.name for p in rec.model.parameters])
+            return []
         wanted, buffers, where = [], [], []
         results: List[Optional[np.ndarray]] = [None] * len(selected)
         for i, v in enumerate(selected):
@@ -680,20 +694,21 @@ class DecoderModel:
         :class:`pydepth.errors.ValueNotKeptError`."""
         if record is not None and not isinstance(record, (bool, np.bool_)):
             raise ArgumentTypeError(f"record must be True, False or None, got {record!r}")
-        if not isinstance(keep, str) or keep not in _KEEP_MODES:
+        mode = _KEEP_MODES.get(keep) if isinstance(keep, str) else None
+        if mode is None:
             raise ArgumentTypeError(f"keep must be one of {sorted(_KEEP_MODES)}, got {keep!r}")
-        rec = is_recording() if record is None else bool(record)
-        if keep == "training" and not rec:
+        rec = _local.recording if record is None else bool(record)
+        if mode == _RECORD_TRAINING and not rec:
             why = "record=False" if record is not None else "no_grad()"
             raise ArgumentTypeError(f"keep='training' says what a recorded graph keeps; this forward "
                                     f"records nothing ({why})")
         shown, ids, valid, pos, seg, mask, targets = self._layout(tokens)
         try:
-            graph = _graph._Graph(self._core, ids, valid, pos, seg, _KEEP_MODES[keep] if rec else _layout.RECORD_NONE)
+            graph = _graph._Graph(self._core, ids, valid, pos, seg, mode if rec else _RECORD_NONE)
         except _status.CoreError as err:
             raise_core(err, token_shape=ids.shape, ids=shown, vocabulary_size=self._config.vocabulary_size,
                        masked=mask is not None)
-        return ForwardRecord(self, graph, tuple(ids.shape), mask, targets)
+        return ForwardRecord(self, graph, ids.shape, mask, targets)
 
     def loss(self, source: Any, targets: Any = None, *, record: Optional[bool] = None,
              keep: str = "all") -> GraphValue:

@@ -136,6 +136,19 @@ def test_released_graph_refuses_reuse():
     assert np.array_equal(view, kept)  # views taken before release stay valid
 
 
+def test_a_loss_item_is_its_values_bits_and_a_released_record_refuses_it():
+    # item() on a loss reads the double without a view (a training step's one read)
+    model = small_model()
+    ids, tgt = batch_ids(np.random.default_rng(5), 1, 4, 23)
+    loss = model.loss(ids, tgt, keep="training")
+    loss.backward()
+    item = np.array([loss.item()], dtype=np.float64)
+    assert item.view(np.uint64)[0] == loss.value.reshape(-1).view(np.uint64)[0]
+    loss.record.release()
+    with pytest.raises(pydepth.GraphReleasedError):
+        loss.item()
+
+
 def test_no_grad_and_record_false_compute_the_same_bits():
     model = small_model(layers=3)
     ids, tgt = batch_ids(np.random.default_rng(4), 2, 6, 23)

@@ -584,6 +584,12 @@ cdef class _Graph:
             return None
         return _view(self, ptr, tuple(dims[i] for i in range(rank)))
 
+    def loss_item(self):
+        """The attached mean loss as a float (no view made); None before a loss is attached."""
+        if not self._readable(PD_N_LOSS):
+            return None
+        return self.g.loss
+
     def value_shape(self, int block, int kind):
         """The shape of a value this graph computed, kept or not; None when it has no such value."""
         cdef size_t rank
