@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* The eight-lane exp of pd_exp_array (docs/numerics-elementary.md §7.3): §2.2 per lane. */
+#include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <stdint.h>
+#include "bits.h"
+#include "exp_array.h"
+#include "pd_libm.h"
+#include "tables/tables.h"
+
+/* AVX-512F alone: its EVEX encoding carries the fused multiply-add on 512-bit registers. */
+#define PD_EXP8_ATTR PD_TARGET("avx512f")
+#define PD_EXP8_STEP static inline __attribute__((always_inline)) PD_EXP8_ATTR
+
+/* The constants of §2 broadcast once per call, not once per group. */
+typedef struct {
+    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, hi, safe;
+    __m512i absmask, low7;
+} pd_exp8_consts;
+
+PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
+    pd_exp8_consts c;
+    c.lam = _mm512_set1_pd(pd_exp_inv_ln2_n);
+    c.nhi = _mm512_set1_pd(pd_exp_neg_ln2_n_hi);
+    c.nlo = _mm512_set1_pd(pd_exp_neg_ln2_n_lo);
+    c.c2 = _mm512_set1_pd(pd_C_exp[0]);
+    c.c3 = _mm512_set1_pd(pd_C_exp[1]);
+    c.c4 = _mm512_set1_pd(pd_C_exp[2]);
+    c.c5 = _mm512_set1_pd(pd_C_exp[3]);
+    c.s52 = _mm512_set1_pd(PD_S52);
+    c.lo = _mm512_set1_pd(0x1p-54); /* §2.1: the general class is 2^-54 <= |x| < 512 */
+    c.hi = _mm512_set1_pd(512.0);
+    c.safe = _mm512_set1_pd(-1.0); /* stands in for out-of-range lanes: no inf/NaN arithmetic */
+    c.absmask = _mm512_set1_epi64(0x7fffffffffffffffll);
+    c.low7 = _mm512_set1_epi64(127);
+    return c;
+}
+
+/* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512 (NaN compares false). */
+PD_EXP8_STEP __mmask8 pd_exp8_in_range(const pd_exp8_consts *c, __m512d x) {
+    /* |x| by an integer AND: the floating-point AND of 512-bit registers needs AVX-512DQ */
+    const __m512d ax = _mm512_castsi512_pd(_mm512_and_epi64(_mm512_castpd_si512(x), c->absmask));
+    return _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(ax, c->lo, _CMP_GE_OQ), ax, c->hi, _CMP_LT_OQ);
+}
+
+/* §2.2's dataflow on eight lanes, each line the same rounding or fusion as the scalar text. */
+PD_EXP8_STEP __m512d pd_exp8_general(const pd_exp8_consts *c, __m512d x) {
+    /* k = rint(Λ·x) in one rounding: Λ·x + S52 fused, its low bits hold k (§1, §2.2) */
+    const __m512d z = _mm512_fmadd_pd(c->lam, x, c->s52);
+    const __m512d kd = _mm512_sub_pd(z, c->s52);
+    const __m512i kb = _mm512_castpd_si512(z);
+    /* r1 = fma(k, N_hi, x), then r = fma(k, N_lo, r1) (§2.2) */
+    const __m512d r = _mm512_fmadd_pd(kd, c->nlo, _mm512_fmadd_pd(kd, c->nhi, x));
+    /* i = k mod 128; pd_T_exp[2i] is t_i, pd_T_exp[2i+1] + k·2^45 the bits of g = 2^m·H_i (§2) */
+    const __m512i idx = _mm512_slli_epi64(_mm512_and_epi64(kb, c->low7), 1);
+    const __m512d t = _mm512_castsi512_pd(_mm512_i64gather_epi64(idx, (const void *)pd_T_exp, 8));
+    const __m512i sb = _mm512_i64gather_epi64(idx, (const void *)(pd_T_exp + 1), 8);
+    const __m512d g = _mm512_castsi512_pd(_mm512_add_epi64(sb, _mm512_slli_epi64(kb, 45)));
+    /* τ = fma(s⊗s, fma(r, C5, C4), fma(s, fma(r, C3, C2), t_i ⊕ r)), s = r⊗r (§2.2) */
+    const __m512d s = _mm512_mul_pd(r, r);
+    const __m512d p23 = _mm512_fmadd_pd(r, c->c3, c->c2);
+    const __m512d p45 = _mm512_fmadd_pd(r, c->c5, c->c4);
+    const __m512d inner = _mm512_fmadd_pd(s, p23, _mm512_add_pd(t, r));
+    const __m512d tau = _mm512_fmadd_pd(_mm512_mul_pd(s, s), p45, inner);
+    /* result fma(g, τ, g) (§2.2) */
+    return _mm512_fmadd_pd(g, tau, g);
+}
+
+/* §7.3: lanes outside §2.2's class take the scalar pd_exp of their input, kept aside first. */
+static void pd_exp8_fixup(const double keep[8], unsigned inmask, double *out) {
+    for (unsigned j = 0; j < 8; j++)
+        if (!(inmask & (1u << j))) out[j] = pd_exp(keep[j]);
+}
+
+PD_EXP8_ATTR void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out) {
+    const pd_exp8_consts c = pd_exp8_load();
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        const __m512d x = _mm512_loadu_pd(in + i);
+        const __mmask8 ok = pd_exp8_in_range(&c, x);
+        if (__builtin_expect(ok == 0xff, 1)) {
+            _mm512_storeu_pd(out + i, pd_exp8_general(&c, x));
+        } else {
+            double keep[8];
+            _mm512_storeu_pd(keep, x);
+            /* the vector result of out-of-range lanes is discarded: compute on a safe value */
+            _mm512_storeu_pd(out + i, pd_exp8_general(&c, _mm512_mask_blend_pd(ok, c.safe, x)));
+            pd_exp8_fixup(keep, (unsigned)ok, out + i);
+        }
+    }
+}
+#else
+typedef int pd_libm_exp_avx512_unused; /* the eight-lane loop exists on x86-64 GCC/clang only */
+#endif
