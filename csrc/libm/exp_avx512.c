@@ -44,6 +44,24 @@ PD_EXP8_STEP __mmask8 pd_exp8_in_range(const pd_exp8_consts *c, __m512d x) {
     return _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(ax, c->lo, _CMP_GE_OQ), ax, c->hi, _CMP_LT_OQ);
 }
 
+/* The table pairs (t_i, s_i) of the eight lanes, one 16-byte load each: two eight-lane gathers
+ * cost more than the rest of the evaluation (benchmarks/README.md, issue 39). Lanes 0,2,4,6 fill
+ * the 128-bit blocks of `ev`, lanes 1,3,5,7 those of `od`; the unpacks interleave them back. */
+PD_EXP8_STEP __m512d pd_exp8_table(__m512i i, __m512i *s) {
+    int64_t at[8];
+    _mm512_storeu_si512(at, _mm512_slli_epi64(i, 1));
+#define PD_EXP8_PAIR(j) _mm_loadu_si128((const __m128i *)(pd_T_exp + at[j]))
+    const __m256i ev_lo = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(0)), PD_EXP8_PAIR(2), 1);
+    const __m256i ev_hi = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(4)), PD_EXP8_PAIR(6), 1);
+    const __m256i od_lo = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(1)), PD_EXP8_PAIR(3), 1);
+    const __m256i od_hi = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(5)), PD_EXP8_PAIR(7), 1);
+#undef PD_EXP8_PAIR
+    const __m512i ev = _mm512_inserti64x4(_mm512_castsi256_si512(ev_lo), ev_hi, 1);
+    const __m512i od = _mm512_inserti64x4(_mm512_castsi256_si512(od_lo), od_hi, 1);
+    *s = _mm512_unpackhi_epi64(ev, od);
+    return _mm512_castsi512_pd(_mm512_unpacklo_epi64(ev, od));
+}
+
 /* §2.2's dataflow on eight lanes, each line the same rounding or fusion as the scalar text. */
 PD_EXP8_STEP __m512d pd_exp8_general(const pd_exp8_consts *c, __m512d x) {
     /* k = rint(Λ·x) in one rounding: Λ·x + S52 fused, its low bits hold k (§1, §2.2) */
@@ -53,9 +71,8 @@ PD_EXP8_STEP __m512d pd_exp8_general(const pd_exp8_consts *c, __m512d x) {
     /* r1 = fma(k, N_hi, x), then r = fma(k, N_lo, r1) (§2.2) */
     const __m512d r = _mm512_fmadd_pd(kd, c->nlo, _mm512_fmadd_pd(kd, c->nhi, x));
     /* i = k mod 128; pd_T_exp[2i] is t_i, pd_T_exp[2i+1] + k·2^45 the bits of g = 2^m·H_i (§2) */
-    const __m512i idx = _mm512_slli_epi64(_mm512_and_epi64(kb, c->low7), 1);
-    const __m512d t = _mm512_castsi512_pd(_mm512_i64gather_epi64(idx, (const void *)pd_T_exp, 8));
-    const __m512i sb = _mm512_i64gather_epi64(idx, (const void *)(pd_T_exp + 1), 8);
+    __m512i sb;
+    const __m512d t = pd_exp8_table(_mm512_and_epi64(kb, c->low7), &sb);
     const __m512d g = _mm512_castsi512_pd(_mm512_add_epi64(sb, _mm512_slli_epi64(kb, 45)));
     /* τ = fma(s⊗s, fma(r, C5, C4), fma(s, fma(r, C3, C2), t_i ⊕ r)), s = r⊗r (§2.2) */
     const __m512d s = _mm512_mul_pd(r, r);
