@@ -105,5 +105,5 @@ def pow(x: object, y: object) -> ArrayOrScalar:  # the C name, on purpose
 
 
 def exp_array_path() -> str:
-    """The loop the core's array exp runs on this CPU: "avx2-fma" or "scalar" (same bits)."""
+    """The loop the core's array exp runs on this CPU: "avx512-fma", "avx2-fma" or "scalar" (same bits)."""
     return _elementary.exp_array_path()
