@@ -15,7 +15,7 @@
 
 /* The constants of §2 broadcast once per call, not once per group. */
 typedef struct {
-    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, hi, safe;
+    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, hi, safe, one;
     __m512i absmask, low7;
 } pd_exp8_consts;
 
@@ -32,16 +32,26 @@ PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
     c.lo = _mm512_set1_pd(0x1p-54); /* §2.1: the general class is 2^-54 <= |x| < 512 */
     c.hi = _mm512_set1_pd(512.0);
     c.safe = _mm512_set1_pd(-1.0); /* stands in for out-of-range lanes: no inf/NaN arithmetic */
+    c.one = _mm512_set1_pd(1.0);
     c.absmask = _mm512_set1_epi64(0x7fffffffffffffffll);
     c.low7 = _mm512_set1_epi64(127);
     return c;
 }
 
+/* |x| by an integer AND: the floating-point AND of 512-bit registers needs AVX-512DQ. */
+PD_EXP8_STEP __m512d pd_exp8_abs(const pd_exp8_consts *c, __m512d x) {
+    return _mm512_castsi512_pd(_mm512_and_epi64(_mm512_castpd_si512(x), c->absmask));
+}
+
 /* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512 (NaN compares false). */
 PD_EXP8_STEP __mmask8 pd_exp8_in_range(const pd_exp8_consts *c, __m512d x) {
-    /* |x| by an integer AND: the floating-point AND of 512-bit registers needs AVX-512DQ */
-    const __m512d ax = _mm512_castsi512_pd(_mm512_and_epi64(_mm512_castpd_si512(x), c->absmask));
+    const __m512d ax = pd_exp8_abs(c, x);
     return _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(ax, c->lo, _CMP_GE_OQ), ax, c->hi, _CMP_LT_OQ);
+}
+
+/* Lanes of §2.1's first class, |x_j| < 2^-54 (±0 included), whose result is exactly 1.0. */
+PD_EXP8_STEP __mmask8 pd_exp8_tiny(const pd_exp8_consts *c, __m512d x) {
+    return _mm512_cmp_pd_mask(pd_exp8_abs(c, x), c->lo, _CMP_LT_OQ);
 }
 
 /* The table pairs (t_i, s_i) of the eight lanes, one 16-byte load each: two eight-lane gathers
@@ -101,8 +111,11 @@ PD_EXP8_ATTR void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out
             double keep[8];
             _mm512_storeu_pd(keep, x);
             /* the vector result of out-of-range lanes is discarded: compute on a safe value */
-            _mm512_storeu_pd(out + i, pd_exp8_general(&c, _mm512_mask_blend_pd(ok, c.safe, x)));
-            pd_exp8_fixup(keep, (unsigned)ok, out + i);
+            const __m512d y = pd_exp8_general(&c, _mm512_mask_blend_pd(ok, c.safe, x));
+            /* tiny lanes (a softmax row's zero shift) take their exact 1.0 here, not a scalar call */
+            const __mmask8 tiny = pd_exp8_tiny(&c, x);
+            _mm512_storeu_pd(out + i, _mm512_mask_blend_pd(tiny, y, c.one));
+            if ((__mmask8)(ok | tiny) != 0xff) pd_exp8_fixup(keep, (unsigned)(ok | tiny), out + i);
         }
     }
 }
