@@ -6,10 +6,12 @@
 Builds a small C program from csrc/libm (the core's flags: -O3 -ffp-contract=off) linked with
 the platform libm, and times per element, as the median of --repeat passes over n inputs:
 glibc's exp, pydepth's scalar exp (FMA build, and the build without FMA instructions that CPUs
-without FMA run), pydepth's array exp (AVX2+FMA path, and its scalar path), then the other
-functions against glibc. Inputs for exp are in [-30, 0], like a softmax's shifted logits. The
+without FMA run), pydepth's array exp on each of its paths this CPU has (avx512-fma, avx2-fma,
+scalar; the paths' passes interleaved, so load from other processes falls on all of them alike),
+then the other functions against glibc. Inputs for exp are in [-30, 0], like a softmax's shifted logits. The
 CPU is shared: compare ratios within one run, not numbers across runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,6 +50,29 @@ static void report(const char *name, double (*f)(double), void (*arr)(size_t, co
     qsort(t, reps, sizeof *t, cmp);
     printf("{\"name\": \"%s\", \"ns\": %.4f}\n", name, t[reps / 2]);
 }
+/* The array exp's paths, one pass of each in turn, so a change of load falls on all of them. */
+static void report_paths(void) {
+    const char *names[] = {"avx512-fma", "avx2-fma", "scalar"};
+    double *tp[3];
+    int ok[3];
+    for (int p = 0; p < 3; p++) {
+        ok[p] = pd_force_exp_array_path(names[p]);
+        tp[p] = malloc(reps * sizeof *tp[p]);
+    }
+    for (int r = 0; r < reps; r++)
+        for (int p = 0; p < 3; p++) {
+            if (!ok[p]) continue;
+            pd_force_exp_array_path(names[p]);
+            double t0 = now();
+            pd_exp_array(n, x, y);
+            tp[p][r] = (now() - t0) / (double)n * 1e9;
+        }
+    for (int p = 0; p < 3; p++) {
+        if (!ok[p]) continue;
+        qsort(tp[p], reps, sizeof *tp[p], cmp);
+        printf("{\"name\": \"pydepth exp array (%s path)\", \"ns\": %.4f}\n", names[p], tp[p][reps / 2]);
+    }
+}
 static void fill(double lo, double hi) {
     srand(7); for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * rand() / RAND_MAX;
 }
@@ -59,9 +84,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "exp")) {
         report("glibc exp", exp, 0);
         report("pydepth exp (scalar)", pd_exp, 0);
-        report("pydepth exp array (avx2-fma)", 0, pd_exp_array);
-        pd_force_exp_array_path("scalar");
-        report("pydepth exp array (scalar path)", 0, pd_exp_array);
+        report_paths();
     } else if (!strcmp(which, "exp-nofma")) {
         report("pydepth exp (scalar, no FMA instructions)", pd_exp, 0);
     } else {
@@ -86,14 +109,31 @@ def build(directory: pathlib.Path) -> pathlib.Path:
     libm = ROOT / "csrc" / "libm"
     sources = sorted(str(p) for p in [*libm.glob("*.c"), *(libm / "tables").glob("*.c")])
     sources.append(str(ROOT / "csrc" / "platform" / "pd_cpu.c"))
-    subprocess.run([cc, "-O3", "-ffp-contract=off", "-fno-fast-math", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
-                    "-I", str(ROOT / "csrc"), "-o", str(exe), str(src), *sources, "-lm"], check=True)
+    subprocess.run(
+        [
+            cc,
+            "-O3",
+            "-ffp-contract=off",
+            "-fno-fast-math",
+            "-std=c11",
+            "-D_POSIX_C_SOURCE=200809L",
+            "-I",
+            str(ROOT / "csrc"),
+            "-o",
+            str(exe),
+            str(src),
+            *sources,
+            "-lm",
+        ],
+        check=True,
+    )
     return exe
 
 
 def run(exe, n, repeat, which, env=None):
-    out = subprocess.run([str(exe), str(n), str(repeat), which], check=True, capture_output=True,
-                         text=True, env=env).stdout
+    out = subprocess.run(
+        [str(exe), str(n), str(repeat), which], check=True, capture_output=True, text=True, env=env
+    ).stdout
     return [json.loads(line) for line in out.splitlines()]
 
 
@@ -113,6 +153,10 @@ def main(argv=None) -> int:
         fn = r["name"].split(" ", 1)[1].split(" (")[0].replace("exp array", "exp")
         ratio = "" if r["name"].startswith("glibc") else f"  ({r['ns'] / glibc[fn]:.2f} x glibc)"
         print(f"  {r['name']:44} {r['ns']:7.2f}{ratio}")
+    paths = {r["name"]: r["ns"] for r in rows}
+    wide, narrow = "pydepth exp array (avx512-fma path)", "pydepth exp array (avx2-fma path)"
+    if wide in paths and narrow in paths:
+        print(f"  avx512-fma path / avx2-fma path: {paths[wide] / paths[narrow]:.3f}")
     return 0
 
 

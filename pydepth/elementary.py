@@ -6,6 +6,7 @@ published algorithms, equal bit for bit to glibc (2.28 or later) on x86-64 with 
 the local C library (see docs/numerics-elementary.md). Like the C functions, they follow IEEE
 semantics: a domain error gives NaN, an overflow gives inf; only unusable *inputs* raise.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Union
@@ -18,7 +19,7 @@ from .errors import ElementaryInputError
 __all__ = ["cos", "exp", "exp_array_path", "log", "log1p", "pow", "sin"]
 
 ArrayOrScalar = Union[np.ndarray, np.float64]
-_EXACT_INT = 2 ** 53  # integers up to this magnitude convert to float64 exactly
+_EXACT_INT = 2**53  # integers up to this magnitude convert to float64 exactly
 
 
 def _as_float64(x: object, arg: str) -> np.ndarray:
@@ -32,15 +33,12 @@ def _as_float64(x: object, arg: str) -> np.ndarray:
     kind = arr.dtype.kind
     if kind == "f":
         if arr.dtype.itemsize > 8:
-            raise ElementaryInputError(
-                f"{arg} has dtype {arr.dtype}, which does not convert to float64 exactly")
+            raise ElementaryInputError(f"{arg} has dtype {arr.dtype}, which does not convert to float64 exactly")
     elif kind in "iu":
         if arr.size and int(np.max(np.abs(arr.astype(object)))) > _EXACT_INT:
-            raise ElementaryInputError(
-                f"{arg} holds integers beyond 2**53, which do not convert to float64 exactly")
+            raise ElementaryInputError(f"{arg} holds integers beyond 2**53, which do not convert to float64 exactly")
     else:
-        raise ElementaryInputError(
-            f"{arg} must hold real numbers (float or integer dtype), got dtype {arr.dtype}")
+        raise ElementaryInputError(f"{arg} must hold real numbers (float or integer dtype), got dtype {arr.dtype}")
     return np.asarray(arr, dtype=np.float64, order="C")
 
 
@@ -53,8 +51,7 @@ def _is_scalar(x: object) -> bool:
     return not isinstance(x, np.ndarray) and np.ndim(x) == 0
 
 
-def _unary(into: Callable[[np.ndarray, np.ndarray], None], one: Callable[[float], float],
-           x: object) -> ArrayOrScalar:
+def _unary(into: Callable[[np.ndarray, np.ndarray], None], one: Callable[[float], float], x: object) -> ArrayOrScalar:
     if isinstance(x, float):  # the fast path for one Python float
         return np.float64(one(x))
     arr = _as_float64(x, "x")
@@ -96,8 +93,7 @@ def pow(x: object, y: object) -> ArrayOrScalar:  # the C name, on purpose
     try:
         xb, yb = np.broadcast_arrays(xa, ya)
     except ValueError:
-        raise ElementaryInputError(
-            f"shapes {xa.shape} and {ya.shape} do not broadcast together") from None
+        raise ElementaryInputError(f"shapes {xa.shape} and {ya.shape} do not broadcast together") from None
     xc, yc = np.asarray(xb, order="C"), np.asarray(yb, order="C")
     out = np.empty(xc.shape, dtype=np.float64)
     _elementary.pow_into(xc.reshape(-1), yc.reshape(-1), out.reshape(-1))
@@ -105,5 +101,5 @@ def pow(x: object, y: object) -> ArrayOrScalar:  # the C name, on purpose
 
 
 def exp_array_path() -> str:
-    """The loop the core's array exp runs on this CPU: "avx2-fma" or "scalar" (same bits)."""
+    """The loop the core's array exp runs on this CPU: "avx512-fma", "avx2-fma" or "scalar" (same bits)."""
     return _elementary.exp_array_path()

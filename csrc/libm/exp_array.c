@@ -8,69 +8,86 @@
 #include "exp_array.h"
 #include "pd_libm.h"
 
-#define PD_EXP_PATH_AVX2 1
-#define PD_EXP_PATH_SCALAR 2
-static pd_atomic_int pd_exp_path; /* 0 until chosen */
-
-static int pd_exp_avx2_supported(void) {
 #if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
-    return pd_cpu_has_avx2() && pd_cpu_has_fma();
+#define PD_EXP_VECTOR 1 /* the vector loops exist on x86-64 GCC/clang only */
 #else
-    return 0;
+#define PD_EXP_VECTOR 0
 #endif
-}
 
-static int pd_exp_path_now(void) {
-    int p = pd_atomic_int_load(&pd_exp_path);
-    if (p != 0) return p;
-    const char *env = getenv("PYDEPTH_EXP_PATH");
-    const int scalar = env != NULL && strcmp(env, "scalar") == 0;
-    p = (!scalar && pd_exp_avx2_supported()) ? PD_EXP_PATH_AVX2 : PD_EXP_PATH_SCALAR;
-    pd_atomic_int_store(&pd_exp_path, p);
-    return p;
-}
+typedef void (*pd_exp_loop)(size_t n, const double *in, double *out);
 
 static void pd_exp_scalar_loop(size_t n, const double *in, double *out) {
     for (size_t i = 0; i < n; i++) out[i] = pd_exp(in[i]);
 }
 
-#if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
-/* The whole groups of four, then the last n mod 4 padded with -1.0 (an in-range value). */
-static void pd_exp_avx2_all(size_t n, const double *in, double *out) {
-    const size_t whole = n & ~(size_t)3, rest = n - whole;
-    if (whole) pd_libm_fma_exp_avx2(whole, in, out);
+static int pd_exp_always(void) { return 1; }
+
+#if PD_EXP_VECTOR
+/* The whole groups of `lanes`, then the last n mod lanes padded with -1.0 (an in-range value). */
+static inline void pd_exp_groups(size_t lanes, pd_exp_loop groups, size_t n, const double *in, double *out) {
+    const size_t whole = n - n % lanes, rest = n - whole;
+    if (whole) groups(whole, in, out);
     if (rest) {
-        double buf[4] = {-1.0, -1.0, -1.0, -1.0};
+        double buf[8] = {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0};
         memcpy(buf, in + whole, rest * sizeof(double));
-        pd_libm_fma_exp_avx2(4, buf, buf);
+        groups(lanes, buf, buf);
         memcpy(out + whole, buf, rest * sizeof(double));
     }
 }
-#endif
 
-void pd_exp_array(size_t n, const double *in, double *out) {
-#if PD_ARCH_X86_64 && (defined(__GNUC__) || defined(__clang__))
-    if (pd_exp_path_now() == PD_EXP_PATH_AVX2) {
-        pd_exp_avx2_all(n, in, out);
-        return;
-    }
-#endif
-    pd_exp_scalar_loop(n, in, out);
+static void pd_exp_avx2_all(size_t n, const double *in, double *out) {
+    pd_exp_groups(4, pd_libm_fma_exp_avx2, n, in, out);
 }
 
-const char *pd_exp_array_path(void) {
-    return pd_exp_path_now() == PD_EXP_PATH_AVX2 ? "avx2-fma" : "scalar";
+static void pd_exp_avx512_all(size_t n, const double *in, double *out) {
+    pd_exp_groups(8, pd_libm_fma_exp_avx512, n, in, out);
 }
+
+static int pd_exp_avx2_supported(void) { return pd_cpu_has_avx2() && pd_cpu_has_fma(); }
+static int pd_exp_avx512_supported(void) { return pd_cpu_has_avx512f(); }
+#endif
+
+/* The paths, widest first: the first supported row is the default; "scalar" is always last. */
+static const struct {
+    const char *name;
+    int (*supported)(void);
+    pd_exp_loop run;
+} pd_exp_paths[] = {
+#if PD_EXP_VECTOR
+    {"avx512-fma", pd_exp_avx512_supported, pd_exp_avx512_all},
+    {"avx2-fma", pd_exp_avx2_supported, pd_exp_avx2_all},
+#endif
+    {"scalar", pd_exp_always, pd_exp_scalar_loop},
+};
+#define PD_EXP_NPATHS ((int)(sizeof pd_exp_paths / sizeof pd_exp_paths[0]))
+
+static pd_atomic_int pd_exp_path; /* 1 + the row chosen; 0 until chosen */
+
+static int pd_exp_row_named(const char *name) {
+    for (int r = 0; name != NULL && r < PD_EXP_NPATHS; r++)
+        if (strcmp(name, pd_exp_paths[r].name) == 0) return r;
+    return -1;
+}
+
+/* PYDEPTH_EXP_PATH names a row: the first supported row from it on (never a wider one);
+ * unset or unknown, the widest supported row. */
+static int pd_exp_row_now(void) {
+    int p = pd_atomic_int_load(&pd_exp_path);
+    if (p != 0) return p - 1;
+    int r = pd_exp_row_named(getenv("PYDEPTH_EXP_PATH"));
+    if (r < 0) r = 0;
+    while (!pd_exp_paths[r].supported()) r++;
+    pd_atomic_int_store(&pd_exp_path, r + 1);
+    return r;
+}
+
+void pd_exp_array(size_t n, const double *in, double *out) { pd_exp_paths[pd_exp_row_now()].run(n, in, out); }
+
+const char *pd_exp_array_path(void) { return pd_exp_paths[pd_exp_row_now()].name; }
 
 int pd_force_exp_array_path(const char *name) {
-    if (name == NULL) return 0;
-    if (strcmp(name, "scalar") == 0) {
-        pd_atomic_int_store(&pd_exp_path, PD_EXP_PATH_SCALAR);
-        return 1;
-    }
-    if (strcmp(name, "avx2-fma") == 0 && pd_exp_avx2_supported()) {
-        pd_atomic_int_store(&pd_exp_path, PD_EXP_PATH_AVX2);
-        return 1;
-    }
-    return 0;
+    const int r = pd_exp_row_named(name);
+    if (r < 0 || !pd_exp_paths[r].supported()) return 0;
+    pd_atomic_int_store(&pd_exp_path, r + 1);
+    return 1;
 }

@@ -157,7 +157,7 @@ def fma_emulated_into(a_obj, b_obj, c_obj, out_obj):
 
 
 def exp_array_path():
-    """The loop exp_into runs: "avx2-fma" or "scalar"."""
+    """The loop exp_into runs: "avx512-fma", "avx2-fma" or "scalar"."""
     return pd_exp_array_path().decode()
 
 
