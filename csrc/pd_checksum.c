@@ -80,6 +80,95 @@ PD_TARGET("avx512f") static uint64_t mix_sum_avx512(const double *x, size_t begi
 }
 #endif
 
+/* ---- the same sum over runs a product's packing reads (pd_csum) ------------------------ */
+
+/* sum of mix(x[o], o) over o = off + r*rs + j, r < rows, j < cols: one run at a time. */
+static uint64_t mix_rows(const double *x, size_t off, size_t rows, size_t rs, size_t cols) {
+    uint64_t s = 0;
+    for (size_t r = 0; r < rows; r++) s += mix_sum(x, off + r * rs, off + r * rs + cols);
+    return s;
+}
+
+#if PD_ARCH_X86_64
+/* The vector loops above with one accumulator for all runs: a short run (a panel's 8 or 16
+ * values) then costs its vectors, not a reduction each. */
+PD_TARGET("avx2") static uint64_t mix_rows_avx2(const double *x, size_t off, size_t rows, size_t rs,
+                                                size_t cols) {
+    const __m256i clo = _mm256_set1_epi64x((long long)(MUL & 0xFFFFFFFFu));
+    const __m256i chi = _mm256_set1_epi64x((long long)(MUL >> 32));
+    const __m256i step = _mm256_set1_epi64x((long long)(4 * STEP));
+    const __m256i lanes = _mm256_set_epi64x((long long)(3 * STEP), (long long)(2 * STEP), (long long)STEP, 0);
+    const size_t full = cols / 4 * 4;
+    __m256i acc = _mm256_setzero_si256();
+    uint64_t tail = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const size_t o = off + r * rs;
+        __m256i key = _mm256_add_epi64(_mm256_set1_epi64x((long long)((uint64_t)o * STEP)), lanes);
+        for (size_t j = 0; j < full; j += 4, key = _mm256_add_epi64(key, step)) {
+            const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x + o + j)), key);
+            acc = _mm256_add_epi64(acc, MUL64(v, __m256i, _mm256_mul_epu32, _mm256_srli_epi64,
+                                              _mm256_slli_epi64, _mm256_add_epi64));
+        }
+        if (full < cols) tail += mix_sum(x, o + full, o + cols);
+    }
+    uint64_t lane[4];
+    _mm256_storeu_si256((__m256i *)lane, acc);
+    return lane[0] + lane[1] + lane[2] + lane[3] + tail;
+}
+
+PD_TARGET("avx512f") static uint64_t mix_rows_avx512(const double *x, size_t off, size_t rows, size_t rs,
+                                                     size_t cols) {
+    const __m512i clo = _mm512_set1_epi64((long long)(MUL & 0xFFFFFFFFu));
+    const __m512i chi = _mm512_set1_epi64((long long)(MUL >> 32));
+    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
+    const __m512i lanes = _mm512_set_epi64((long long)(7 * STEP), (long long)(6 * STEP), (long long)(5 * STEP),
+                                           (long long)(4 * STEP), (long long)(3 * STEP), (long long)(2 * STEP),
+                                           (long long)STEP, 0);
+    const size_t full = cols / 8 * 8;
+    __m512i acc = _mm512_setzero_si512();
+    uint64_t tail = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const size_t o = off + r * rs;
+        __m512i key = _mm512_add_epi64(_mm512_set1_epi64((long long)((uint64_t)o * STEP)), lanes);
+        for (size_t j = 0; j < full; j += 8, key = _mm512_add_epi64(key, step)) {
+            const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + o + j)), key);
+            acc = _mm512_add_epi64(acc, MUL64(v, __m512i, _mm512_mul_epu32, _mm512_srli_epi64,
+                                              _mm512_slli_epi64, _mm512_add_epi64));
+        }
+        if (full < cols) tail += mix_sum(x, o + full, o + cols);
+    }
+    uint64_t lane[8], s = tail;
+    _mm512_storeu_si512((void *)lane, acc);
+    for (int l = 0; l < 8; l++) s += lane[l];
+    return s;
+}
+#endif
+
+void pd_csum_init(pd_csum *s, const double *base) {
+    s->base = base;
+    pd_atomic_size_store(&s->sum, 0);
+    pd_atomic_size_store(&s->count, 0);
+}
+
+void pd_csum_add_rows(pd_csum *s, const double *p, size_t rows, size_t rs, size_t cols) {
+#if SIZE_MAX >= UINT64_MAX
+    uint64_t (*loop)(const double *, size_t, size_t, size_t, size_t) =
+        PD_ISA_PICK(mix_rows, mix_rows_avx2, mix_rows_avx512, mix_rows);
+    /* addition commutes: any split of the values over calls and threads gives one sum */
+    pd_atomic_size_fetch_add(&s->sum, (size_t)loop(s->base, (size_t)(p - s->base), rows, rs, cols));
+    pd_atomic_size_fetch_add(&s->count, rows * cols);
+#else
+    (void)s, (void)p, (void)rows, (void)rs, (void)cols;
+#endif
+}
+
+size_t pd_csum_result(pd_csum *s, size_t n) {
+    if (pd_atomic_size_fetch_add(&s->count, 0) != n) return pd_values_checksum(s->base, n);
+    return pd_atomic_size_fetch_add(&s->sum, 0);
+}
+
+/* ---- whole buffers ------------------------------------------------------------------- */
+
 typedef struct {
     const double *x;
     uint64_t (*sum)(const double *, size_t, size_t);
