@@ -80,6 +80,15 @@ PD_TARGET("avx512f") static uint64_t mix_sum_avx512(const double *x, size_t begi
 }
 #endif
 
+/* A 32-bit size_t keeps both halves: a flipped high bit of a value changes only the high half. */
+static size_t fold(uint64_t s) {
+#if SIZE_MAX < UINT64_MAX
+    return (size_t)(s ^ (s >> 32));
+#else
+    return (size_t)s;
+#endif
+}
+
 /* ---- the same sum over runs a product's packing reads (pd_csum) ------------------------ */
 
 /* sum of mix(x[o], o) over o = off + r*rs + j, r < rows, j < cols: one run at a time. */
@@ -146,25 +155,25 @@ PD_TARGET("avx512f") static uint64_t mix_rows_avx512(const double *x, size_t off
 
 void pd_csum_init(pd_csum *s, const double *base) {
     s->base = base;
-    pd_atomic_size_store(&s->sum, 0);
-    pd_atomic_size_store(&s->count, 0);
+    s->sum = 0;
+    s->count = 0;
 }
 
 void pd_csum_add_rows(pd_csum *s, const double *p, size_t rows, size_t rs, size_t cols) {
-#if SIZE_MAX >= UINT64_MAX
+    if (rs == cols) cols *= rows, rows = 1; /* back to back (an unpacked whole weight): one long run */
     uint64_t (*loop)(const double *, size_t, size_t, size_t, size_t) =
         PD_ISA_PICK(mix_rows, mix_rows_avx2, mix_rows_avx512, mix_rows);
-    /* addition commutes: any split of the values over calls and threads gives one sum */
-    pd_atomic_size_fetch_add(&s->sum, (size_t)loop(s->base, (size_t)(p - s->base), rows, rs, cols));
-    pd_atomic_size_fetch_add(&s->count, rows * cols);
-#else
-    (void)s, (void)p, (void)rows, (void)rs, (void)cols;
-#endif
+    s->sum += loop(s->base, (size_t)(p - s->base), rows, rs, cols);
+    s->count += rows * cols;
 }
 
-size_t pd_csum_result(pd_csum *s, size_t n) {
-    if (pd_atomic_size_fetch_add(&s->count, 0) != n) return pd_values_checksum(s->base, n);
-    return pd_atomic_size_fetch_add(&s->sum, 0);
+void pd_csum_merge(pd_csum *s, const pd_csum *part) {
+    s->sum += part->sum; /* addition commutes: any split of the values gives one sum */
+    s->count += part->count;
+}
+
+size_t pd_csum_result(const pd_csum *s, size_t n) {
+    return s->count == n ? fold(s->sum) : pd_values_checksum(s->base, n);
 }
 
 /* ---- whole buffers ------------------------------------------------------------------- */
@@ -174,15 +183,6 @@ typedef struct {
     uint64_t (*sum)(const double *, size_t, size_t);
     pd_atomic_size sum_total;
 } sum_ctx;
-
-/* A 32-bit size_t keeps both halves: a flipped high bit of a value changes only the high half. */
-static size_t fold(uint64_t s) {
-#if SIZE_MAX < UINT64_MAX
-    return (size_t)(s ^ (s >> 32));
-#else
-    return (size_t)s;
-#endif
-}
 
 static void sum_task(void *vctx, size_t begin, size_t end) {
     sum_ctx *c = vctx;

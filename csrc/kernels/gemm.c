@@ -263,6 +263,7 @@ typedef struct {
     pd_product prod;
     int split_rows;  /* tasks split M (else N) */
     size_t step;     /* rows or columns per task */
+    struct pd_csum_s *parts; /* [tasks] with several tasks: each one's share of prod.bsum */
 } gemm_job;
 
 /* One register tile: kb terms of packed A slivers (lda == 0) or of A's stored rows lda apart,
@@ -393,7 +394,8 @@ static void gemm_task(void *vctx, size_t begin, size_t end) {
     const gemm_job *j = vctx;
     for (size_t t = begin; t < end; t++) {
         pd_product part = task_part(j, t);
-        if (j->split_rows && t > 0) part.bsum = NULL; /* every row task packs all of B: one counts */
+        /* every row task packs all of B: the first one counts it; several tasks add to own parts */
+        if (part.bsum) part.bsum = j->split_rows && t > 0 ? NULL : j->parts ? &j->parts[t] : part.bsum;
         /* out of memory for packing: the reference loops need none */
         if (!gemm_block(j->p, &part)) {
             pd_mm_ref(&part);
@@ -425,8 +427,17 @@ static void gemm(const pd_product *q) {
     if (nt > len / unit) nt = len / unit ? len / unit : 1;
     j.step = round_up((len + nt - 1) / nt, unit);
     const size_t tasks = (len + j.step - 1) / j.step;
-    if (tasks <= 1) gemm_task(&j, 0, 1);
-    else pd_parallel_for(tasks, 1, gemm_task, &j);
+    if (tasks <= 1) {
+        gemm_task(&j, 0, 1);
+        return;
+    }
+    pd_csum local[8]; /* B's checksum parts, merged after the join (no part without memory) */
+    if (q->bsum) j.parts = tasks <= 8 ? local : malloc(tasks * sizeof *j.parts);
+    if (!j.parts) j.prod.bsum = NULL;
+    for (size_t t = 0; j.parts && t < tasks; t++) pd_csum_init(&j.parts[t], q->bsum->base);
+    pd_parallel_for(tasks, 1, gemm_task, &j);
+    for (size_t t = 0; j.parts && t < tasks; t++) pd_csum_merge(q->bsum, &j.parts[t]);
+    if (j.parts != local) free(j.parts);
 }
 
 void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
