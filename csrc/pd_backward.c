@@ -60,8 +60,9 @@ typedef struct {
     pd_csum *csum;          /* [n_params] or NULL: the terms of the weights the pass packs */
 } backward_scratch;
 
-/* Parameter i's checksum slot in this pass, if the pass gathers them. */
+/* Parameter i's checksum slot in this pass, if the pass gathers them; wsum: block b's slot k. */
 static pd_csum *csum_of(const backward_scratch *s, size_t i) { return s->csum ? &s->csum[i] : NULL; }
+static pd_csum *wsum(const backward_scratch *s, size_t b, int k) { return csum_of(s, pd_block_param(b, k)); }
 
 /* Copies a completed adjoint (canonical zeros) into every request for (block, kind). */
 static void capture(const selection *s, int block, int kind, const double *src, size_t n) {
@@ -182,7 +183,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double mu = pd_model_branch(m, b);
     const double *u_ffn = A; /* the adjoint of the unscaled ffn product */
     PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
-    pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, csum_of(s, pd_block_param(b, PD_P_WD)));
+    pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, wsum(s, b, PD_P_WD));
     wgrad(B, T, F, W, rec[PD_N_PRODUCT], u_ffn, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
@@ -194,9 +195,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
     wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up, G[PD_P_WU]);
     wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear, G[PD_P_WG]);
-    pd_mm_nt_sum(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0, csum_of(s, pd_block_param(b, PD_P_WU)));
-    pd_mm_nt_sum(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1,
-                 csum_of(s, pd_block_param(b, PD_P_WG)));
+    pd_mm_nt_sum(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0, wsum(s, b, PD_P_WU));
+    pd_mm_nt_sum(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1, wsum(s, b, PD_P_WG));
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
     const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
     norm_backward(g, d->ffn_norm_out, rec[PD_N_AFTER_ATTENTION], P[PD_P_FFN_GAIN]->value, &ffn_norm,
@@ -205,7 +205,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     const double *u_attn = AA; /* the adjoint of the unscaled attention product */
     PD_TRY(branch_adjoint(mu, AA, d->branch, N * W, blk, &u_attn, e));
-    pd_mm_nt_sum(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0, csum_of(s, pd_block_param(b, PD_P_WO)));
+    pd_mm_nt_sum(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0, wsum(s, b, PD_P_WO));
     wgrad(B, T, W, W, rec[PD_N_MERGED], u_attn, G[PD_P_WO]);
     PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
@@ -228,12 +228,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     wgrad(B, T, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query, G[PD_P_WQ]);
     wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key, G[PD_P_WK]);
     wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value, G[PD_P_WV]);
-    pd_mm_nt_sum(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0,
-                 csum_of(s, pd_block_param(b, PD_P_WV)));
-    pd_mm_nt_sum(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1,
-                 csum_of(s, pd_block_param(b, PD_P_WK)));
-    pd_mm_nt_sum(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1,
-                 csum_of(s, pd_block_param(b, PD_P_WQ)));
+    pd_mm_nt_sum(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0, wsum(s, b, PD_P_WV));
+    pd_mm_nt_sum(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WK));
+    pd_mm_nt_sum(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WQ));
     PD_TRY(completed(sel, blk, PD_N_ATTN_NORM_OUTPUT, d->attn_norm_out, N * W, e));
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm.h"
-#include "../pd_checksum.h"
+#include "mix.h"
 #include "gemm_small.h"
 #include "mm_ref.h"
 #include "pool.h"
