@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Cost of the alias guard (issue 11, item 10): a recorded forward checksums every parameter's
-values and backward checks them again, so a training step pays two passes over the parameters.
+values and backward checks them again; as two separate passes over the parameters, which is what
+this measures (since issue 39 the products gather the weights' terms while packing them instead,
+docs/numerics-concurrency.md C5, and only the gains and selected-adjoint passes take the passes).
 
     python benchmarks/bench_alias_checksum.py [--shapes tiny,small,medium,large] [--repeat 15]
 

@@ -7,6 +7,7 @@
 #include "kernels/gemm.h"
 #include "kernels/pool.h"
 #include "pd_buffer.h"
+#include "pd_checksum.h"
 #include "pd_grad_txn.h"
 #include "pd_interrupt.h"
 #include "pd_shapes.h"
@@ -56,7 +57,12 @@ typedef struct {
     int64_t *gather_ids;    /* [N] each position's gather row */
     block_adjoints d;
     double *arena;
+    pd_csum *csum;          /* [n_params] or NULL: the terms of the weights the pass packs */
 } backward_scratch;
+
+/* Parameter i's checksum slot in this pass, if the pass gathers them; wsum: block b's slot k. */
+static pd_csum *csum_of(const backward_scratch *s, size_t i) { return s->csum ? &s->csum[i] : NULL; }
+static pd_csum *wsum(const backward_scratch *s, size_t b, int k) { return csum_of(s, pd_block_param(b, k)); }
 
 /* Copies a completed adjoint (canonical zeros) into every request for (block, kind). */
 static void capture(const selection *s, int block, int kind, const double *src, size_t n) {
@@ -135,7 +141,7 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     const pd_nll_targets t = {N, V, g->targets, g->valid};
     pd_nll_backward(&t, g->prob, g->n_targets, s->logits);
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
-    pd_mm_nn(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0);
+    pd_mm_nn_sum(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0, csum_of(s, PD_LEAD_EMBEDDING));
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
     /* dE_head: E is used transposed */
     wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]);
@@ -177,7 +183,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double mu = pd_model_branch(m, b);
     const double *u_ffn = A; /* the adjoint of the unscaled ffn product */
     PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
-    pd_mm_nt(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0);
+    pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, wsum(s, b, PD_P_WD));
     wgrad(B, T, F, W, rec[PD_N_PRODUCT], u_ffn, G[PD_P_WD]);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
@@ -189,8 +195,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
     wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up, G[PD_P_WU]);
     wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear, G[PD_P_WG]);
-    pd_mm_nt(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0);
-    pd_mm_nt(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1);
+    pd_mm_nt_sum(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0, wsum(s, b, PD_P_WU));
+    pd_mm_nt_sum(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1, wsum(s, b, PD_P_WG));
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
     const pd_norm_grads d_ffn_norm = {A, AA, G[PD_P_FFN_GAIN], NULL, NULL, NULL};
     norm_backward(g, d->ffn_norm_out, rec[PD_N_AFTER_ATTENTION], P[PD_P_FFN_GAIN]->value, &ffn_norm,
@@ -199,7 +205,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     capture(sel, blk, PD_N_ATTN_OUTPUT, AA, N * W); /* the residual add hands AA unchanged to attn_out */
     const double *u_attn = AA; /* the adjoint of the unscaled attention product */
     PD_TRY(branch_adjoint(mu, AA, d->branch, N * W, blk, &u_attn, e));
-    pd_mm_nt(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0);
+    pd_mm_nt_sum(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0, wsum(s, b, PD_P_WO));
     wgrad(B, T, W, W, rec[PD_N_MERGED], u_attn, G[PD_P_WO]);
     PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
@@ -222,9 +228,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     wgrad(B, T, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query, G[PD_P_WQ]);
     wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key, G[PD_P_WK]);
     wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value, G[PD_P_WV]);
-    pd_mm_nt(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0);
-    pd_mm_nt(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1);
-    pd_mm_nt(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1);
+    pd_mm_nt_sum(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0, wsum(s, b, PD_P_WV));
+    pd_mm_nt_sum(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WK));
+    pd_mm_nt_sum(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WQ));
     PD_TRY(completed(sel, blk, PD_N_ATTN_NORM_OUTPUT, d->attn_norm_out, N * W, e));
     double *cap_n = wants(sel, blk, PD_N_ATTN_NORMALIZED) ? d->query : NULL; /* d->query is free again */
     double *cap_r = wants(sel, blk, PD_N_ATTN_INVERSE_RMS) ? d->inverse_rms : NULL;
@@ -365,16 +371,30 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                  double **out, uint8_t *found, int mode, pd_error *e) {
     if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
-    pd_status st = pd_graph_fresh(g, e);
-    if (st != PD_OK) return st;
+    const pd_model *m = g->model;
+    /* The alias guard's values check (docs/numerics-concurrency.md C5): a pass that writes no
+     * caller buffer takes the checksums from the products that pack the weights and compares
+     * them after the pass, a mismatch dropping it; one that does checks first, by a pass. */
+    pd_csum *cs = n_sel == 0 ? malloc((m->n_params ? m->n_params : 1) * sizeof *cs) : NULL;
+    pd_status st = cs ? pd_graph_current(g, e) : pd_graph_fresh(g, e);
+    if (st != PD_OK) {
+        free(cs);
+        return st;
+    }
+    for (size_t i = 0; cs && i < m->n_params; i++) pd_csum_init(&cs[i], m->params[i]->value);
     for (size_t i = 0; i < n_sel; i++) found[i] = 0;
     const selection sel = {n_sel, sel_block, sel_kind, out, found};
     pd_grad_txn t;
     backward_scratch s;
     memset(&s, 0, sizeof s);
-    st = pd_grad_txn_open(&t, g->model, mode != PD_PASS_WAIT, e);
+    s.csum = cs;
+    st = pd_grad_txn_open(&t, m, mode != PD_PASS_WAIT, e);
     if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
     if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);
+    /* changed values outrank whatever else stopped the pass, as when they were checked first */
+    const pd_status same = cs ? pd_graph_same_values(g, cs, e) : PD_OK;
+    if (same != PD_OK) st = same;
+    free(cs);
     return pd_grad_txn_end(g, &t, mode, st, e);
 }

@@ -1,90 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* A position-dependent checksum of parameter values: a recorded graph keeps one per parameter
  * so the reverse pass can tell when values changed behind the revision counter (a writable
- * alias such as torch.from_numpy of a read-only view). */
-#include <string.h>
+ * alias such as torch.from_numpy of a read-only view). The terms are kernels/mix.c's. */
 #include "pd_checksum.h"
-#include "kernels/isa.h"
-#include "platform/pd_platform.h"
-#if PD_ARCH_X86_64
-#include <immintrin.h>
-#endif
 #include "pd_decoder.h"
 #include "kernels/pool.h"
 #include "platform/pd_atomic.h"
 
 #define PD_CHECKSUM_GRAIN 65536 /* elements per chunk */
-
-
-#define STEP 0x9E3779B97F4A7C15u /* key(i) = i * STEP */
-#define MUL 0xBF58476D1CE4E5B9u
-
-/* sum over i in [begin, end) of mix(bits_i, i) = (bits_i ^ key(i)) * MUL, mod 2^64: a multiply
- * after an index-dependent xor, so moved values change the sum too; MUL is odd, so one changed
- * bit always changes its term. */
-static uint64_t mix_sum(const double *x, size_t begin, size_t end) {
-    uint64_t s = 0, key = (uint64_t)begin * STEP; /* kept by addition */
-    for (size_t i = begin; i < end; i++, key += STEP) {
-        uint64_t bits;
-        memcpy(&bits, &x[i], sizeof bits);
-        s += (bits ^ key) * MUL;
-    }
-    return s;
-}
-
-#if PD_ARCH_X86_64
-/* The same sum, 4 or 8 lanes at a time: the 64-bit product from three 32x32-bit ones (the low
- * half of hi*hi never reaches the low 64 bits). The lane sums add up to mix_sum's, mod 2^64. */
-#define MUL64(V, T, mul32, srli, slli, add)                                                          \
-    add(mul32(V, clo), slli(add(mul32(srli(V, 32), clo), mul32(V, chi)), 32))
-
-PD_TARGET("avx2") static uint64_t mix_sum_avx2(const double *x, size_t begin, size_t end) {
-    const __m256i clo = _mm256_set1_epi64x((long long)(MUL & 0xFFFFFFFFu));
-    const __m256i chi = _mm256_set1_epi64x((long long)(MUL >> 32));
-    const __m256i step = _mm256_set1_epi64x((long long)(4 * STEP));
-    const uint64_t k0 = (uint64_t)begin * STEP;
-    __m256i key = _mm256_set_epi64x((long long)(k0 + 3 * STEP), (long long)(k0 + 2 * STEP),
-                                    (long long)(k0 + STEP), (long long)k0);
-    __m256i acc = _mm256_setzero_si256();
-    size_t i = begin;
-    for (; i + 4 <= end; i += 4, key = _mm256_add_epi64(key, step)) {
-        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x + i)), key);
-        acc = _mm256_add_epi64(acc, MUL64(v, __m256i, _mm256_mul_epu32, _mm256_srli_epi64,
-                                          _mm256_slli_epi64, _mm256_add_epi64));
-    }
-    uint64_t lane[4];
-    _mm256_storeu_si256((__m256i *)lane, acc);
-    return lane[0] + lane[1] + lane[2] + lane[3] + mix_sum(x, i, end);
-}
-
-PD_TARGET("avx512f") static uint64_t mix_sum_avx512(const double *x, size_t begin, size_t end) {
-    const __m512i clo = _mm512_set1_epi64((long long)(MUL & 0xFFFFFFFFu));
-    const __m512i chi = _mm512_set1_epi64((long long)(MUL >> 32));
-    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
-    const uint64_t k0 = (uint64_t)begin * STEP;
-    __m512i key = _mm512_set_epi64((long long)(k0 + 7 * STEP), (long long)(k0 + 6 * STEP),
-                                   (long long)(k0 + 5 * STEP), (long long)(k0 + 4 * STEP),
-                                   (long long)(k0 + 3 * STEP), (long long)(k0 + 2 * STEP),
-                                   (long long)(k0 + STEP), (long long)k0);
-    __m512i acc = _mm512_setzero_si512();
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8, key = _mm512_add_epi64(key, step)) {
-        const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), key);
-        acc = _mm512_add_epi64(acc, MUL64(v, __m512i, _mm512_mul_epu32, _mm512_srli_epi64,
-                                          _mm512_slli_epi64, _mm512_add_epi64));
-    }
-    uint64_t lane[8], s = 0;
-    _mm512_storeu_si512((void *)lane, acc);
-    for (int l = 0; l < 8; l++) s += lane[l];
-    return s + mix_sum(x, i, end);
-}
-#endif
-
-typedef struct {
-    const double *x;
-    uint64_t (*sum)(const double *, size_t, size_t);
-    pd_atomic_size sum_total;
-} sum_ctx;
 
 /* A 32-bit size_t keeps both halves: a flipped high bit of a value changes only the high half. */
 static size_t fold(uint64_t s) {
@@ -95,24 +18,29 @@ static size_t fold(uint64_t s) {
 #endif
 }
 
+size_t pd_csum_result(const pd_csum *s, size_t n) {
+    return s->count == n ? fold(s->sum) : pd_values_checksum(s->base, n);
+}
+
+/* ---- whole buffers ------------------------------------------------------------------- */
+
+typedef struct {
+    const double *x;
+    pd_atomic_size sum_total;
+} sum_ctx;
+
 static void sum_task(void *vctx, size_t begin, size_t end) {
     sum_ctx *c = vctx;
     /* addition commutes: any chunking gives one sum */
-    pd_atomic_size_fetch_add(&c->sum_total, (size_t)c->sum(c->x, begin, end));
-}
-
-/* The widest loop the products' instruction-set path allows (one sum on every path). */
-static uint64_t (*sum_loop(void))(const double *, size_t, size_t) {
-    return PD_ISA_PICK(mix_sum, mix_sum_avx2, mix_sum_avx512, mix_sum);
+    pd_atomic_size_fetch_add(&c->sum_total, (size_t)pd_mix_range(c->x, begin, end));
 }
 
 size_t pd_values_checksum(const double *x, size_t n) {
     sum_ctx c;
     c.x = x;
-    c.sum = sum_loop();
     pd_atomic_size_store(&c.sum_total, 0);
     /* one chunk: no pool round trip; a 32-bit size_t could not carry the partial sums */
-    if (n <= PD_CHECKSUM_GRAIN || SIZE_MAX < UINT64_MAX) return fold(c.sum(x, 0, n));
+    if (n <= PD_CHECKSUM_GRAIN || SIZE_MAX < UINT64_MAX) return fold(pd_mix_range(x, 0, n));
     pd_parallel_for(n, PD_CHECKSUM_GRAIN, sum_task, &c);
     return pd_atomic_size_fetch_add(&c.sum_total, 0);
 }

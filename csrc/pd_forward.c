@@ -33,6 +33,10 @@ static pd_status branch_scale(double mu, double *v, size_t n, int blk, int node,
     return pd_check_finite(v, n, blk, node, e);
 }
 
+/* Parameter i's checksum slot while a recorded forward runs, else none; wsum: block b's slot k. */
+static pd_csum *csum_of(const pd_graph *g, size_t i) { return g->csum ? &g->csum[i] : NULL; }
+static pd_csum *wsum(const pd_graph *g, size_t b, int k) { return csum_of(g, pd_block_param(b, k)); }
+
 /* One decoder block (docs/numerics.md §5.6), every recorded value checked as it is made. */
 static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_block_rec *r,
                                pd_error *e) {
@@ -47,9 +51,9 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     const double mu = pd_model_branch(m, b);
     PD_TRY(norm_forward(g, x, P[PD_P_ATTN_GAIN]->value, &attn_norm, blk, PD_N_ATTN_NORM_OUTPUT, e));
     const double *an = rec[PD_N_ATTN_NORM_OUTPUT];
-    pd_mm_nn(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0);
-    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0);
-    pd_mm_nn(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0);
+    pd_mm_nn_sum(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0, wsum(g, b, PD_P_WQ));
+    pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0, wsum(g, b, PD_P_WK));
+    pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0, wsum(g, b, PD_P_WV));
     PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
     PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
     PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
@@ -64,7 +68,7 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     PD_TRY(pd_attention_forward(&geom, &attn, rec[PD_N_WEIGHTS], rec[PD_N_HEAD_OUTPUTS], blk, e));
     PD_TRY(pd_check_finite(rec[PD_N_HEAD_OUTPUTS], N * W, blk, PD_N_HEAD_OUTPUTS, e));
     pd_merge_heads(B, T, c->heads, D, rec[PD_N_HEAD_OUTPUTS], rec[PD_N_MERGED]);
-    pd_mm_nn(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0);
+    pd_mm_nn_sum(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0, wsum(g, b, PD_P_WO));
     PD_TRY(pd_check_finite(rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
     PD_TRY(branch_scale(mu, rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
     pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]);
@@ -72,15 +76,15 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     const double *after_attn = rec[PD_N_AFTER_ATTENTION];
     PD_TRY(norm_forward(g, after_attn, P[PD_P_FFN_GAIN]->value, &ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e));
     const double *fn = rec[PD_N_FFN_NORM_OUTPUT];
-    pd_mm_nn(N, W, F, fn, W, P[PD_P_WG]->value, F, rec[PD_N_GATE_LINEAR], F, 0);
+    pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WG]->value, F, rec[PD_N_GATE_LINEAR], F, 0, wsum(g, b, PD_P_WG));
     PD_TRY(pd_check_finite(rec[PD_N_GATE_LINEAR], N * F, blk, PD_N_GATE_LINEAR, e));
     pd_silu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
     PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
-    pd_mm_nn(N, W, F, fn, W, P[PD_P_WU]->value, F, rec[PD_N_UP], F, 0);
+    pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WU]->value, F, rec[PD_N_UP], F, 0, wsum(g, b, PD_P_WU));
     PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
     pd_mul_vec(N * F, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
     PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
-    pd_mm_nn(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0);
+    pd_mm_nn_sum(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0, wsum(g, b, PD_P_WD));
     PD_TRY(pd_check_finite(rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
     PD_TRY(branch_scale(mu, rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
     pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]);
@@ -179,9 +183,17 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
             g->revisions[i] = m->params[i]->revision;
             g->checksums[i] = 0;
         }
-        /* only a recorded graph can run backward: inference pays nothing */
-        if (g->recorded) pd_params_checksums(m->params, m->n_params, g->checksums);
+        /* only a recorded graph can run backward: inference pays nothing. Its products add the
+         * terms of the weights they pack; the rest (gains) get a pass afterwards. */
+        pd_csum *cs = g->recorded ? malloc(m->n_params * sizeof *cs) : NULL;
+        for (size_t i = 0; cs && i < m->n_params; i++) pd_csum_init(&cs[i], m->params[i]->value);
+        if (g->recorded && !cs) pd_params_checksums(m->params, m->n_params, g->checksums);
+        g->csum = cs;
         st = graph_run(g, e);
+        g->csum = NULL;
+        for (size_t i = 0; cs && st == PD_OK && i < m->n_params; i++)
+            g->checksums[i] = pd_csum_result(&cs[i], m->params[i]->size);
+        free(cs);
     }
     if (st != PD_OK) pd_graph_free(g);
     return st;
@@ -201,7 +213,8 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
 void pd_graph_head(pd_graph *g) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
-    pd_mm_nt(N, W, V, g->final_norm.out, W, m->params[PD_LEAD_EMBEDDING]->value, W, g->logits, V, 0);
+    pd_mm_nt_sum(N, W, V, g->final_norm.out, W, m->params[PD_LEAD_EMBEDDING]->value, W, g->logits, V, 0,
+                 csum_of(g, PD_LEAD_EMBEDDING));
 }
 
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {

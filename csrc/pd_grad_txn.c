@@ -183,15 +183,23 @@ pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, p
     return st;
 }
 
-pd_status pd_graph_fresh(const pd_graph *g, pd_error *e) {
+pd_status pd_graph_current(const pd_graph *g, pd_error *e) {
     const pd_model *m = g->model;
     if (!g->has_loss) return pd_fail(e, PD_ERR_NO_LOSS, 0, 0.0, -1, -1);
     if (!g->recorded) return pd_fail(e, PD_ERR_NOT_RECORDED, 0, 0.0, -1, -1);
     for (size_t i = 0; i < m->n_params; i++)
         if (m->params[i]->revision != g->revisions[i]) return pd_fail(e, PD_ERR_STALE, i, 0.0, -1, -1);
+    return PD_OK;
+}
+
+pd_status pd_graph_same_values(const pd_graph *g, pd_csum *gathered, pd_error *e) {
+    const pd_model *m = g->model;
     size_t *now = malloc((m->n_params ? m->n_params : 1) * sizeof(size_t));
     if (!now) return pd_fail(e, PD_ERR_ALLOC, m->n_params, 0.0, -1, -1);
-    pd_params_checksums(m->params, m->n_params, now);
+    if (gathered)
+        for (size_t i = 0; i < m->n_params; i++) now[i] = pd_csum_result(&gathered[i], m->params[i]->size);
+    else
+        pd_params_checksums(m->params, m->n_params, now);
     for (size_t i = 0; i < m->n_params; i++) /* value 1.0: changed behind the revision counter */
         if (now[i] != g->checksums[i]) {
             free(now);
@@ -199,6 +207,11 @@ pd_status pd_graph_fresh(const pd_graph *g, pd_error *e) {
         }
     free(now);
     return PD_OK;
+}
+
+pd_status pd_graph_fresh(const pd_graph *g, pd_error *e) {
+    PD_TRY(pd_graph_current(g, e));
+    return pd_graph_same_values(g, NULL, e);
 }
 
 pd_status pd_graph_commit(pd_graph *g, pd_error *e) {

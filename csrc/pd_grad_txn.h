@@ -35,6 +35,13 @@ pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, p
  * PD_ERR_STALE (index = parameter) when a revision moved, or (value 1.0) when the values changed
  * without one. */
 pd_status pd_graph_fresh(const pd_graph *g, pd_error *e);
+/* pd_graph_fresh's first half: a loss, a record and every revision unchanged. */
+pd_status pd_graph_current(const pd_graph *g, pd_error *e);
+/* Its second half: every parameter's checksum equals the forward's, PD_ERR_STALE (value 1.0)
+ * naming the first that does not; gathered (or NULL: a pass over every parameter) holds the
+ * terms a reverse pass's products added while packing (pd_checksum.h). */
+struct pd_csum_s;
+pd_status pd_graph_same_values(const pd_graph *g, struct pd_csum_s *gathered, pd_error *e);
 /* Adds the waiting pass to the gradients, all or nothing, then drops it; PD_ERR_STALE when a
  * parameter changed since the forward. */
 pd_status pd_graph_commit(pd_graph *g, pd_error *e);

@@ -73,6 +73,7 @@ typedef struct {
     double loss;
     uint64_t *revisions; /* parameter revisions seen by this forward */
     size_t *checksums;   /* recorded graphs: parameter value checksums seen by this forward */
+    struct pd_csum_s *csum; /* during a recorded forward: per parameter, the terms its packing adds */
     double *arena;
     struct pd_grad_txn *pending; /* a waiting pass's contributions (pd_grad_txn.h) */
 } pd_graph;

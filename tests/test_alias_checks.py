@@ -110,3 +110,67 @@ def test_a_view_let_go_while_an_exception_is_raised_keeps_that_exception():
     with pytest.raises(TypeError, match="not callable"):
         site.value()
     assert site.value.shape == (1, 4, 16)  # the record is intact and still readable
+
+# The products gather the checksums of the weights they pack (forward and reverse pass): shapes
+# whose weights are not whole panels, span two k-blocks (F = 302 > kc) and, at 2 threads, split
+# a product by rows (N = W = 18 < 2 panels of 16) and by columns; and a shape on the unpacked path.
+_GATHER_SHAPES = {
+    "packed": (DecoderConfig(50, 18, 3, 302, 2, 128), (2, 100)),
+    "unpacked": (DecoderConfig(13, 12, 2, 13, 2, 8), (1, 4)),
+}
+_WEIGHTS = ("token_embedding.weight", "blocks.1.attention.query.weight", "blocks.1.attention.key.weight",
+            "blocks.1.attention.value.weight", "blocks.1.attention.output.weight", "blocks.0.ffn.gate.weight",
+            "blocks.0.ffn.up.weight", "blocks.0.ffn.down.weight")
+
+
+@pytest.mark.parametrize("shape", sorted(_GATHER_SHAPES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_flipped_bit_in_the_last_value_of_a_packed_weight_is_caught_on_every_path_and_thread_count(
+        shape, threads):
+    import ctypes
+    from pydepth._native import _runtime
+    cfg, (batch, length) = _GATHER_SHAPES[shape]
+    tokens = np.arange(batch * length).reshape(batch, length) % cfg.vocabulary_size
+    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
+    try:
+        pydepth.set_num_threads(threads)
+        for path in _kernel_paths():
+            assert _runtime.force_kernel_path(path)
+            for name in _WEIGHTS:
+                model = DecoderModel(cfg, SplitMix64(7))
+                loss = model.forward(tokens).loss((tokens + 1) % cfg.vocabulary_size)
+                loss.backward()  # unchanged values: the gathered sums equal the recorded ones
+                p = model.parameter(name)
+                flipped = p.value.copy()
+                flipped.reshape(-1).view(np.uint64)[-1] ^= np.uint64(1)
+                ctypes.memmove(p.value.ctypes.data, flipped.ctypes.data, flipped.nbytes)
+                grads = [q.grad.copy() for q in model.parameters]
+                with pytest.raises(pydepth.StaleOperandError, match=rf"{name.replace('.', chr(92) + '.')}.*alias"):
+                    loss.backward()
+                for q, before in zip(model.parameters, grads):  # the refused pass left no trace
+                    assert np.array_equal(q.grad.view(np.uint64), before.view(np.uint64)), (path, name)
+    finally:
+        _runtime.force_kernel_path(old_path)
+        pydepth.set_num_threads(old_threads)
+
+
+
+@pytest.mark.parametrize("shape", sorted(_GATHER_SHAPES))
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("keep", ["all", "training"])
+def test_a_recorded_forward_keeps_each_parameters_checksum_by_definition_on_every_path_and_thread_count(
+        shape, threads, keep):
+    from pydepth._native import _runtime
+    cfg, (batch, length) = _GATHER_SHAPES[shape]
+    tokens = np.arange(batch * length).reshape(batch, length) % cfg.vocabulary_size
+    model = DecoderModel(cfg, SplitMix64(11))
+    want = [_checksum_by_definition(p.value) for p in model.parameters]
+    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
+    try:
+        pydepth.set_num_threads(threads)
+        for path in _kernel_paths():
+            assert _runtime.force_kernel_path(path)
+            assert model.forward(tokens, keep=keep)._graph.recorded_checksums() == want, path
+    finally:
+        _runtime.force_kernel_path(old_path)
+        pydepth.set_num_threads(old_threads)

@@ -200,8 +200,9 @@ def test_c_comments_hold_no_issue_numbers_or_benchmark_figures():
 
 
 MAX_PARAMS = 9
-# the BLAS-shaped products keep BLAS's argument order; pd_graph_forward is the Cython skin's entry
-WIDE_BY_DESIGN = {"pd_mm_nn", "pd_mm_nt", "pd_mm_tn", "pd_graph_forward"}
+# the BLAS-shaped products keep BLAS's argument order (the _sum ones add B's checksum slot);
+# pd_graph_forward is the Cython skin's entry
+WIDE_BY_DESIGN = {"pd_mm_nn", "pd_mm_nt", "pd_mm_tn", "pd_mm_nn_sum", "pd_mm_nt_sum", "pd_graph_forward"}
 
 
 def parameter_counts(path):

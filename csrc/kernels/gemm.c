@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm.h"
+#include "mix.h"
 #include "gemm_small.h"
 #include "mm_ref.h"
 #include "pool.h"
@@ -244,6 +245,15 @@ static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, siz
     return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
 }
 
+/* B's kb x cols block at b into s: along its stored runs, whichever way B is laid out. */
+static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t cols, size_t rsb, size_t csb) {
+    if (!s || kb == 0 || cols == 0) return;
+    if (csb == 1) pd_csum_add_rows(s, b, kb, rsb, cols);      /* kb runs of cols values */
+    else if (rsb == 1) pd_csum_add_rows(s, b, cols, csb, kb); /* cols runs of kb values */
+    else
+        for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
+}
+
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 /* ---- one thread's block of C ------------------------------------------------------ */
@@ -253,6 +263,7 @@ typedef struct {
     pd_product prod;
     int split_rows;  /* tasks split M (else N) */
     size_t step;     /* rows or columns per task */
+    struct pd_csum_s *parts; /* [tasks] with several tasks: each one's share of prod.bsum */
 } gemm_job;
 
 /* One register tile: kb terms of packed A slivers (lda == 0) or of A's stored rows lda apart,
@@ -334,6 +345,8 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     pf_cursor pf = {0};
                     const size_t pf_per_tile =
                         ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf) : 0;
+                    /* the panel's source was just read: its terms cost no second trip to memory */
+                    if (ic == 0) bsum_add(q->bsum, bblk.src + jr * csb, kb, nn, rsb, csb);
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
@@ -380,9 +393,14 @@ static pd_product task_part(const gemm_job *j, size_t t) {
 static void gemm_task(void *vctx, size_t begin, size_t end) {
     const gemm_job *j = vctx;
     for (size_t t = begin; t < end; t++) {
-        const pd_product part = task_part(j, t);
+        pd_product part = task_part(j, t);
+        /* every row task packs all of B: the first one counts it; several tasks add to own parts */
+        if (part.bsum) part.bsum = j->split_rows && t > 0 ? NULL : j->parts ? &j->parts[t] : part.bsum;
         /* out of memory for packing: the reference loops need none */
-        if (!gemm_block(j->p, &part)) pd_mm_ref(&part);
+        if (!gemm_block(j->p, &part)) {
+            pd_mm_ref(&part);
+            bsum_add(part.bsum, part.B, part.K, part.N, part.rsb, part.csb);
+        }
     }
 }
 
@@ -394,6 +412,7 @@ static void gemm(const pd_product *q) {
         double *bt = q->csb == 1 ? NULL : scratch_get(K * N);
         if (q->csb == 1 || bt) pd_mm_small(current_path(), q, bt);
         else pd_mm_ref(q); /* no memory for the copy */
+        bsum_add(q->bsum, q->B, K, N, q->rsb, q->csb); /* B is still in cache */
         return;
     }
     gemm_job j = {.p = current_path(), .prod = *q};
@@ -408,24 +427,45 @@ static void gemm(const pd_product *q) {
     if (nt > len / unit) nt = len / unit ? len / unit : 1;
     j.step = round_up((len + nt - 1) / nt, unit);
     const size_t tasks = (len + j.step - 1) / j.step;
-    if (tasks <= 1) gemm_task(&j, 0, 1);
-    else pd_parallel_for(tasks, 1, gemm_task, &j);
+    if (tasks <= 1) {
+        gemm_task(&j, 0, 1);
+        return;
+    }
+    pd_csum local[8]; /* B's checksum parts, merged after the join (no part without memory) */
+    if (q->bsum) j.parts = tasks <= 8 ? local : malloc(tasks * sizeof *j.parts);
+    if (!j.parts) j.prod.bsum = NULL;
+    for (size_t t = 0; j.parts && t < tasks; t++) pd_csum_init(&j.parts[t], q->bsum->base);
+    pd_parallel_for(tasks, 1, gemm_task, &j);
+    for (size_t t = 0; j.parts && t < tasks; t++) pd_csum_merge(q->bsum, &j.parts[t]);
+    if (j.parts != local) free(j.parts);
 }
 
 void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc};
+    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, NULL};
     gemm(&q);
 }
 
 void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc};
+    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, NULL};
+    gemm(&q);
+}
+
+void pd_mm_nn_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum) {
+    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, bsum};
+    gemm(&q);
+}
+
+void pd_mm_nt_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum) {
+    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, bsum};
     gemm(&q);
 }
 
 void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc};
+    const pd_product q = {M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc, NULL};
     gemm(&q);
 }

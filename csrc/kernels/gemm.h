@@ -16,6 +16,14 @@ void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
 void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc);
 
+/* pd_mm_nn and pd_mm_nt that also add B's checksum terms to bsum (pd_checksum.h), each of B's
+ * K x N values once, while it is packed: a parameter's record-time checksum without a pass. */
+struct pd_csum_s;
+void pd_mm_nn_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum);
+void pd_mm_nt_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
+                  const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum);
+
 /* Name of the instruction-set path chosen at run time ("baseline", "avx2", ...). */
 const char *pd_kernel_path(void);
 /* Force a path by name for testing; returns 0 if unavailable on this CPU. */

@@ -92,6 +92,7 @@ cdef extern from "pd_decoder.h":
         size_t N
         int recorded, lean, has_loss
         double loss
+        size_t *checksums
     pd_status pd_config_validate(const pd_config *c, pd_error *e)
     const char *pd_config_check_rule(size_t index)
     pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)

@@ -540,6 +540,17 @@ cdef class _Graph:
     def recorded(self):
         return bool(self.g.recorded)
 
+    def recorded_checksums(self):
+        """The parameter value checksums this recorded forward took, in parameter order (for tests)."""
+        cdef size_t i
+        if not self.g.recorded:
+            return []
+        self._enter()
+        try:
+            return [int(self.g.checksums[i]) for i in range(len(self.model.params))]
+        finally:
+            self._leave()
+
     @property
     def lean(self):
         """Whether the record keeps only what a training step reads."""
