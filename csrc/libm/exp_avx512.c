@@ -55,7 +55,7 @@ PD_EXP8_STEP __mmask8 pd_exp8_tiny(const pd_exp8_consts *c, __m512d x) {
 }
 
 /* The table pairs (t_i, s_i) of the eight lanes, one 16-byte load each: two eight-lane gathers
- * cost more than the rest of the evaluation (benchmarks/README.md, issue 39). Lanes 0,2,4,6 fill
+ * cost more than the rest of the evaluation (benchmarks/README.md). Lanes 0,2,4,6 fill
  * the 128-bit blocks of `ev`, lanes 1,3,5,7 those of `od`; the unpacks interleave them back. */
 PD_EXP8_STEP __m512d pd_exp8_table(__m512i i, __m512i *s) {
     int64_t at[8];
