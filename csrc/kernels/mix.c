@@ -26,55 +26,7 @@ static uint64_t mix_sum(const double *x, size_t begin, size_t end) {
     return s;
 }
 
-#if PD_ARCH_X86_64
-/* The same sum, 4 or 8 lanes at a time: the 64-bit product from three 32x32-bit ones (the low
- * half of hi*hi never reaches the low 64 bits). The lane sums add up to mix_sum's, mod 2^64. */
-#define MUL64(V, T, mul32, srli, slli, add)                                                          \
-    add(mul32(V, clo), slli(add(mul32(srli(V, 32), clo), mul32(V, chi)), 32))
-
-PD_TARGET("avx2") static uint64_t mix_sum_avx2(const double *x, size_t begin, size_t end) {
-    const __m256i clo = _mm256_set1_epi64x((long long)(MUL & 0xFFFFFFFFu));
-    const __m256i chi = _mm256_set1_epi64x((long long)(MUL >> 32));
-    const __m256i step = _mm256_set1_epi64x((long long)(4 * STEP));
-    const uint64_t k0 = (uint64_t)begin * STEP;
-    __m256i key = _mm256_set_epi64x((long long)(k0 + 3 * STEP), (long long)(k0 + 2 * STEP),
-                                    (long long)(k0 + STEP), (long long)k0);
-    __m256i acc = _mm256_setzero_si256();
-    size_t i = begin;
-    for (; i + 4 <= end; i += 4, key = _mm256_add_epi64(key, step)) {
-        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x + i)), key);
-        acc = _mm256_add_epi64(acc, MUL64(v, __m256i, _mm256_mul_epu32, _mm256_srli_epi64,
-                                          _mm256_slli_epi64, _mm256_add_epi64));
-    }
-    uint64_t lane[4];
-    _mm256_storeu_si256((__m256i *)lane, acc);
-    return lane[0] + lane[1] + lane[2] + lane[3] + mix_sum(x, i, end);
-}
-
-PD_TARGET("avx512f") static uint64_t mix_sum_avx512(const double *x, size_t begin, size_t end) {
-    const __m512i clo = _mm512_set1_epi64((long long)(MUL & 0xFFFFFFFFu));
-    const __m512i chi = _mm512_set1_epi64((long long)(MUL >> 32));
-    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
-    const uint64_t k0 = (uint64_t)begin * STEP;
-    __m512i key = _mm512_set_epi64((long long)(k0 + 7 * STEP), (long long)(k0 + 6 * STEP),
-                                   (long long)(k0 + 5 * STEP), (long long)(k0 + 4 * STEP),
-                                   (long long)(k0 + 3 * STEP), (long long)(k0 + 2 * STEP),
-                                   (long long)(k0 + STEP), (long long)k0);
-    __m512i acc = _mm512_setzero_si512();
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8, key = _mm512_add_epi64(key, step)) {
-        const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + i)), key);
-        acc = _mm512_add_epi64(acc, MUL64(v, __m512i, _mm512_mul_epu32, _mm512_srli_epi64,
-                                          _mm512_slli_epi64, _mm512_add_epi64));
-    }
-    uint64_t lane[8], s = 0;
-    _mm512_storeu_si512((void *)lane, acc);
-    for (int l = 0; l < 8; l++) s += lane[l];
-    return s + mix_sum(x, i, end);
-}
-#endif
-
-/* ---- the same sum over runs a product's packing reads (pd_csum) ------------------------ */
+/* ---- the same sum over runs: a product's packing reads (pd_csum), or one whole range ---- */
 
 /* sum of mix(x[o], o) over o = off + r*rs + j, r < rows, j < cols: one run at a time. */
 static uint64_t mix_rows(const double *x, size_t off, size_t rows, size_t rs, size_t cols) {
@@ -84,8 +36,13 @@ static uint64_t mix_rows(const double *x, size_t off, size_t rows, size_t rs, si
 }
 
 #if PD_ARCH_X86_64
-/* The vector loops above with one accumulator for all runs: a short run (a panel's 8 or 16
- * values) then costs its vectors, not a reduction each. */
+/* The vector loops below take the 64-bit product from three 32x32-bit ones (the low half of
+ * hi*hi never reaches the low 64 bits); their lane sums add up to mix_sum's, mod 2^64. */
+#define MUL64(V, T, mul32, srli, slli, add)                                                          \
+    add(mul32(V, clo), slli(add(mul32(srli(V, 32), clo), mul32(V, chi)), 32))
+
+/* 4 or 8 lanes at a time, one accumulator for all runs: a short run (a panel's 8 or 16 values)
+ * then costs its vectors, not a reduction each. */
 PD_TARGET("avx2") static uint64_t mix_rows_avx2(const double *x, size_t off, size_t rows, size_t rs,
                                                 size_t cols) {
     const __m256i clo = _mm256_set1_epi64x((long long)(MUL & 0xFFFFFFFFu));
@@ -158,5 +115,7 @@ void pd_csum_merge(pd_csum *s, const pd_csum *part) {
 }
 
 uint64_t pd_mix_range(const double *x, size_t begin, size_t end) {
-    return PD_ISA_PICK(mix_sum, mix_sum_avx2, mix_sum_avx512, mix_sum)(x, begin, end);
+    uint64_t (*loop)(const double *, size_t, size_t, size_t, size_t) =
+        PD_ISA_PICK(mix_rows, mix_rows_avx2, mix_rows_avx512, mix_rows);
+    return loop(x, begin, 1, end - begin, end - begin); /* one run */
 }
