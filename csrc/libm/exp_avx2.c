@@ -40,6 +40,20 @@ PD_EXP4_STEP __m256d pd_exp4_in_range(const pd_exp4_consts *c, __m256d x) {
     return _mm256_and_pd(_mm256_cmp_pd(ax, c->lo, _CMP_GE_OQ), _mm256_cmp_pd(ax, c->hi, _CMP_LT_OQ));
 }
 
+/* The table pairs (t_i, s_i) of the four lanes, one 16-byte load each, as exp_avx512.c reads
+ * them: two four-lane gathers cost more than the loads and unpacks (benchmarks/README.md).
+ * Lanes 0,2 fill the 128-bit halves of `ev`, lanes 1,3 those of `od`; the unpacks interleave. */
+PD_EXP4_STEP __m256d pd_exp4_table(__m256i i, __m256i *s) {
+    int64_t at[4];
+    _mm256_storeu_si256((__m256i *)at, _mm256_slli_epi64(i, 1));
+#define PD_EXP4_PAIR(j) _mm_loadu_si128((const __m128i *)(pd_T_exp + at[j]))
+    const __m256i ev = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP4_PAIR(0)), PD_EXP4_PAIR(2), 1);
+    const __m256i od = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP4_PAIR(1)), PD_EXP4_PAIR(3), 1);
+#undef PD_EXP4_PAIR
+    *s = _mm256_unpackhi_epi64(ev, od);
+    return _mm256_castsi256_pd(_mm256_unpacklo_epi64(ev, od));
+}
+
 /* §2.2's dataflow on four lanes, each line the same rounding or fusion as the scalar text. */
 PD_EXP4_STEP __m256d pd_exp4_general(const pd_exp4_consts *c, __m256d x) {
     /* k = rint(Λ·x) in one rounding: Λ·x + S52 fused, its low bits hold k (§1, §2.2) */
@@ -49,9 +63,8 @@ PD_EXP4_STEP __m256d pd_exp4_general(const pd_exp4_consts *c, __m256d x) {
     /* r1 = fma(k, N_hi, x), then r = fma(k, N_lo, r1) (§2.2) */
     const __m256d r = _mm256_fmadd_pd(kd, c->nlo, _mm256_fmadd_pd(kd, c->nhi, x));
     /* i = k mod 128; pd_T_exp[2i] is t_i, pd_T_exp[2i+1] + k·2^45 the bits of g = 2^m·H_i (§2) */
-    const __m256i idx = _mm256_slli_epi64(_mm256_and_si256(kb, _mm256_set1_epi64x(127)), 1);
-    const __m256d t = _mm256_castsi256_pd(_mm256_i64gather_epi64((const long long *)pd_T_exp, idx, 8));
-    const __m256i sb = _mm256_i64gather_epi64((const long long *)(pd_T_exp + 1), idx, 8);
+    __m256i sb;
+    const __m256d t = pd_exp4_table(_mm256_and_si256(kb, _mm256_set1_epi64x(127)), &sb);
     const __m256d g = _mm256_castsi256_pd(_mm256_add_epi64(sb, _mm256_slli_epi64(kb, 45)));
     /* τ = fma(s⊗s, fma(r, C5, C4), fma(s, fma(r, C3, C2), t_i ⊕ r)), s = r⊗r (§2.2) */
     const __m256d s = _mm256_mul_pd(r, r);
