@@ -27,7 +27,8 @@ from ..errors import AlreadyScaledError, ArchitectureError, ArgumentTypeError, I
 from ..parametrizations import GROUPS, DepthParametrization, get_parametrization
 from .architectures import ArchitectureSpec, DecoderLayout, resolve_layout
 from .norms import is_norm
-from .scaling import apply_depth_scaling
+from .scaling import check_module_and_force, scalable_layout, scale_layout
+from .schemes import scheme_name
 
 __all__ = [
     "BranchMultiplier",
@@ -195,22 +196,15 @@ def apply_parametrization(
     branch multiplier, its Hugging Face config records a parametrization, or a depth scaling is
     recorded (or audited) already; ``force=True`` applies it
     anyway (multiplying again). Unknown names raise :class:`pydepth.ParametrizationError`."""
-    if not isinstance(module, nn.Module):
-        raise ArgumentTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    if not isinstance(force, bool):
-        raise ArgumentTypeError(f"force must be a bool, got {force!r:.80}")
+    check_module_and_force(module, force)
     row = get_parametrization(name)
-    layout = resolve_layout(module, architecture, None, None)
-    if layout.unscalable:
-        raise ArchitectureError(
-            f"{type(module).__name__} is observed as {layout.architecture} but cannot be "
-            f"parametrized: {layout.unscalable}"
-        )
+    layout = scalable_layout(module, architecture, None, None, "parametrized")
     depth = layout.depth
     mu = row.branch_multiplier(depth)
     branches = _branch_modules(module, layout) if mu != 1.0 else []
     present, recorded = _earlier(module, row, force)
-    scaling = apply_depth_scaling(module, scheme=_init_scheme(row), architecture=architecture, force=force)
+    scheme = _init_scheme(row)
+    scaling = scale_layout(module, layout, scheme, scheme_name(scheme), force)  # the layout found above
     for _, m in branches:
         m.register_forward_hook(BranchMultiplier(mu, row.name))
     record = TorchParametrizationRecord(

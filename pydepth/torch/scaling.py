@@ -21,7 +21,7 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from ..errors import AlreadyScaledError, ArchitectureError, ScalingSchemeError
+from ..errors import AlreadyScaledError, ArchitectureError, ArgumentTypeError, ScalingSchemeError
 from .architectures import ArchitectureSpec, DecoderLayout, ResidualProjection, resolve_layout
 from .audit import audit_layout, projection_scale
 from .marks import config_records, leave_mark, module_records, recorded_scalings
@@ -83,15 +83,34 @@ def apply_depth_scaling(module: nn.Module, *, scheme: Scheme = "1/sqrt(L)",
     any tensor changes. A repeat raises :class:`pydepth.AlreadyScaledError` unless
     ``force=True``: a scaling recorded on the module, its parameters or its config, or weights
     that already follow a scaled scheme by the audit. Double scaling is the bug this guards against."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    if not isinstance(force, bool):
-        raise TypeError(f"force must be a bool, got {force!r}")
+    check_module_and_force(module, force)
     name = scheme_name(scheme)
+    layout = scalable_layout(module, architecture, patterns, depth, "depth-scaled")
+    return scale_layout(module, layout, scheme, name, force)
+
+
+def check_module_and_force(module: nn.Module, force: bool) -> None:
+    """The argument checks every in-place scaling of a torch module makes first."""
+    if not isinstance(module, nn.Module):
+        raise ArgumentTypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    if not isinstance(force, bool):
+        raise ArgumentTypeError(f"force must be a bool, got {force!r:.80}")
+
+
+def scalable_layout(module: nn.Module, architecture: Union[str, ArchitectureSpec, None],
+                    patterns: Optional[Sequence[str]], depth: Optional[int], what: str) -> DecoderLayout:
+    """The module's decoder layout, refused with :class:`pydepth.ArchitectureError` when its
+    residual outputs cannot be scaled (``what`` says what was asked: depth-scaled, parametrized)."""
     layout = resolve_layout(module, architecture, patterns, depth)
     if layout.unscalable:
         raise ArchitectureError(f"{type(module).__name__} is observed as {layout.architecture} but cannot be "
-                                f"depth-scaled: {layout.unscalable}")
+                                f"{what}: {layout.unscalable}")
+    return layout
+
+
+def scale_layout(module: nn.Module, layout: DecoderLayout, scheme: Scheme, name: str,
+                 force: bool) -> DepthScalingRecord:
+    """:func:`apply_depth_scaling` on a layout already resolved and found scalable."""
     factors = scheme_factors(scheme, layout.depth)
     for p in layout.projections:
         if not p.parameter.dtype.is_floating_point:
