@@ -11,7 +11,7 @@ import json
 import math
 import numbers
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Tuple
 
 from .._files.reading import read_json
@@ -115,6 +115,29 @@ def check_adamw_fields(spec: Any, set_field: Callable[[Any, str, Any], None]) ->
         raise SweepSpecError(f"betas must each be below 1, got {spec.betas!r}")
     set_field(spec, "eps", _real("eps", spec.eps, low=0.0, high=1.0, open_low=True))
     set_field(spec, "weight_decay", _real("weight_decay", spec.weight_decay, low=0.0, high=1e3))
+
+
+def spec_fields(spec: Any) -> Dict[str, Any]:
+    """A spec dataclass's JSON form: its public fields in declaration order, tuples as lists."""
+    return {f.name: _plain(getattr(spec, f.name)) for f in fields(spec) if not f.name.startswith("_")}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def spec_from_dict(cls: Any, d: Any, what: str, required: Iterable[str]) -> Any:
+    """``cls(**d)`` after the checks every spec's ``from_dict`` makes first: ``d`` is a JSON
+    object, holds no key that is not a public field, and holds the ``required`` ones."""
+    if not isinstance(d, Mapping):
+        raise SweepSpecError(f"a {what} must be a JSON object, got {type(d).__name__}")
+    unknown = sorted(set(d) - {f.name for f in fields(cls) if not f.name.startswith("_")})
+    if unknown:
+        raise SweepSpecError(f"{what} has unknown keys {unknown}")
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise SweepSpecError(f"{what} is missing {', '.join(missing)}")
+    return cls(**dict(d))
 
 
 def grid_config(vocabulary_size: int, width: int, head_width: int, ff_ratio: float, depth: int,
@@ -266,13 +289,7 @@ class SweepSpec:
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable dict; ``SweepSpec.from_dict(spec.to_dict()) == spec``."""
-        return {"depths": list(self.depths), "widths": list(self.widths), "seeds": list(self.seeds),
-                "policies": list(self.policies), "steps": list(self.steps),
-                "vocabulary_size": self.vocabulary_size, "head_width": self.head_width,
-                "ff_ratio": self.ff_ratio, "sequence_length": self.sequence_length, "batch_rows": self.batch_rows,
-                "data_seed": self.data_seed, "lr": self.lr, "betas": list(self.betas),
-                "eps": self.eps, "weight_decay": self.weight_decay, "band": list(self.band),
-                "backend": self.backend}
+        return spec_fields(self)
 
     def to_json(self) -> str:
         """The spec as canonical JSON (sorted keys): equal specs give equal text."""
@@ -281,16 +298,7 @@ class SweepSpec:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SweepSpec:
         """Builds a spec from :meth:`to_dict` output (or a hand-written JSON object)."""
-        if not isinstance(d, Mapping):
-            raise SweepSpecError(f"a sweep spec must be a JSON object, got {type(d).__name__}")
-        names = set(cls.__dataclass_fields__) - {"_configs"}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise SweepSpecError(f"sweep spec has unknown keys {unknown}")
-        missing = [k for k in ("depths", "widths", "seeds") if k not in d]
-        if missing:
-            raise SweepSpecError(f"sweep spec is missing {', '.join(missing)}")
-        return cls(**dict(d))
+        return spec_from_dict(cls, d, "sweep spec", ("depths", "widths", "seeds"))
 
     @classmethod
     def from_json_file(cls, path: str) -> SweepSpec:

@@ -19,7 +19,7 @@ from ..errors import InvalidBandError
 from ..health import HEALTH_BAND, check_band
 from ..parametrizations import PARAMETRIZATIONS
 from .errors import SweepSpecError
-from .spec import _int, _ints, _real, check_adamw_fields, grid_config
+from .spec import _int, _ints, _real, check_adamw_fields, grid_config, spec_fields, spec_from_dict
 
 __all__ = ["TransferSpec", "TransferCell", "text_sha256", "parse_cell_id", "MAX_LRS"]
 
@@ -181,13 +181,7 @@ class TransferSpec:
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable dict; ``TransferSpec.from_dict(spec.to_dict()) == spec``."""
-        return {"parametrizations": list(self.parametrizations), "depths": list(self.depths),
-                "lrs": list(self.lrs), "seeds": list(self.seeds), "text_sha256": self.text_sha256,
-                "width": self.width, "head_width": self.head_width, "ff_ratio": self.ff_ratio,
-                "sequence_length": self.sequence_length, "batch_rows": self.batch_rows,
-                "eval_rows": self.eval_rows, "updates": self.updates, "warmup": self.warmup,
-                "heldout_every": self.heldout_every, "data_seed": self.data_seed, "betas": list(self.betas),
-                "eps": self.eps, "weight_decay": self.weight_decay, "band": list(self.band)}
+        return spec_fields(self)
 
     def to_json(self) -> str:
         """The spec as canonical JSON (sorted keys): equal specs give equal text."""
@@ -196,15 +190,8 @@ class TransferSpec:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TransferSpec:
         """Builds a spec from :meth:`to_dict` output; unknown keys are refused."""
-        if not isinstance(d, Mapping):
-            raise SweepSpecError(f"a depth-transfer spec must be a JSON object, got {type(d).__name__}")
-        unknown = sorted(set(d) - (set(cls.__dataclass_fields__) - {"_configs"}))
-        if unknown:
-            raise SweepSpecError(f"depth-transfer spec has unknown keys {unknown}")
-        missing = [k for k in ("parametrizations", "depths", "lrs", "seeds", "text_sha256") if k not in d]
-        if missing:
-            raise SweepSpecError(f"depth-transfer spec is missing {', '.join(missing)}")
-        return cls(**dict(d))
+        return spec_from_dict(cls, d, "depth-transfer spec",
+                              ("parametrizations", "depths", "lrs", "seeds", "text_sha256"))
 
     def replace(self, **changes: Any) -> TransferSpec:
         """A new spec with the fields given (not None) changed, validated again."""
