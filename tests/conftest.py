@@ -153,6 +153,16 @@ def load_helper(filename):
     return sys.modules[name]
 
 
+def reference_impl():
+    """tests/reference_impl.py (:func:`load_helper`) computing with pydepth's elementary functions:
+    the reference platform's on every platform (see reference_impl's docstring)."""
+    from pydepth import elementary
+    ri = load_helper("reference_impl.py")
+    ri.use_elementary(exp=elementary.exp, log=elementary.log, log1p=elementary.log1p,
+                      sin=elementary.sin, cos=elementary.cos, pow=elementary.pow)
+    return ri
+
+
 @pytest.fixture(scope="session")
 def torch_models():
     """tests/torch_models.py (tiny decoders of every bridged architecture)."""

@@ -4,39 +4,16 @@ numpy reference bit for bit (every recorded value, the loss, every site adjoint 
 multiplier of 1 keeps today's bits, the multipliers travel with clones, pickles and the torch
 twin, and bad multipliers are refused with a typed error before anything is built."""
 
-import importlib.util
-import pathlib
 import pickle
-import sys
 
 import numpy as np
 import pytest
 
-from pydepth import DecoderConfig, DecoderModel, NamedParameter, ParametrizationError, SplitMix64, elementary
-from conftest import need_extra
+from pydepth import DecoderConfig, DecoderModel, NamedParameter, ParametrizationError, SplitMix64
+from conftest import need_extra, reference_impl
 
 
-def _load_reference_impl():
-    name = "pydepth_tests_reference_impl"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = pathlib.Path(__file__).with_name("reference_impl.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ri = _load_reference_impl()
-ri.use_elementary(
-    exp=elementary.exp,
-    log=elementary.log,
-    log1p=elementary.log1p,
-    sin=elementary.sin,
-    cos=elementary.cos,
-    pow=elementary.pow,
-)
+ri = reference_impl()
 
 CONFIG = DecoderConfig(29, 12, 3, 10, 3, 7)  # non-power-of-two widths: the rounding traps bite
 MULTIPLIERS = {"one over L": (1.0 / 3.0,) * 3, "one over sqrt L": (3.0**-0.5,) * 3, "per block": (0.7, 1.0, 1.9)}

@@ -5,31 +5,15 @@ it is easiest to get wrong: tied maximal logits and row counts around the group 
 four, on every kernel path (masked rows: test_batch.py)."""
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
 import pydepth as pd
 from pydepth._native import _runtime
-from pydepth import elementary
-from conftest import bits
+from conftest import bits, reference_impl
 
 
-def _reference_impl():
-    name = "pydepth_tests_reference_impl"
-    if name not in sys.modules:
-        path = pathlib.Path(__file__).with_name("reference_impl.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    ri = sys.modules[name]
-    ri.use_elementary(exp=elementary.exp, log=elementary.log, log1p=elementary.log1p,
-                      sin=elementary.sin, cos=elementary.cos, pow=elementary.pow)
-    return ri
 
 
 def _paths():
@@ -41,7 +25,7 @@ def _paths():
 
 @pytest.mark.parametrize("batch,tokens", [(1, 1), (1, 3), (1, 4), (1, 5), (2, 7), (3, 3)])
 def test_tied_maximal_logits_match_the_reference_on_every_path(batch, tokens):
-    ri = _reference_impl()
+    ri = reference_impl()
     cfg = pd.DecoderConfig(37, 6, 3, 5, 1, 8)
     base = pd.DecoderModel(cfg, pd.SplitMix64(7))
     params = []

@@ -8,37 +8,19 @@ widths (where divide-by-W, multiply-by-kappa and log1p change last bits), other 
 widths, feed-forward widths, depths 0-3, batches 1-3, sequence lengths 1..P, repeated
 token ids and other seeds.
 """
-import importlib.util
 import math
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pydepth import DecoderConfig, elementary
+from pydepth import DecoderConfig
 from pydepth.chapter.trace import fixture_trace
+from conftest import reference_impl
 
 
-def _load_reference_impl():
-    """Import reference_impl.py from this directory (pytest runs with --import-mode=importlib)."""
-    name = "pydepth_tests_reference_impl"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = pathlib.Path(__file__).with_name("reference_impl.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ri = _load_reference_impl()
-# the reference platform's elementary functions on every platform (see reference_impl's docstring)
-ri.use_elementary(exp=elementary.exp, log=elementary.log, log1p=elementary.log1p,
-                  sin=elementary.sin, cos=elementary.cos, pow=elementary.pow)
+ri = reference_impl()
 
 HEADER_KEYS = ("seed", "initial_rng_state", "final_rng_state", "factor", "token_shape",
                "tokens", "targets", "parameter_count")
