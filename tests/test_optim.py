@@ -9,7 +9,11 @@ import pytest
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
 from pydepth.optim import SGD, AdamW, WarmupCosine, warmup_cosine
-from conftest import need_extra
+from conftest import load_helper, need_extra
+
+_contract = load_helper("optim_contract.py")
+adamw_contract = _contract.adamw_contract
+sgd_contract = _contract.sgd_contract
 
 CFG = DecoderConfig(64, 16, 2, 32, 2, 8)
 
@@ -38,34 +42,10 @@ def state_bits(model, opt):
     return out
 
 
-def powi(x, k):
-    """Binary exponentiation from the low bit, as docs/numerics-optimizers.md states it."""
-    r = 1.0
-    while k:
-        if k & 1:
-            r = r * x
-        x = x * x
-        k >>= 1
-    return r
 
 
-def adamw_contract(p, g, m, v, t, lr, b1, b2, eps, wd):
-    """docs/numerics-optimizers.md, AdamW, one operation per line (numpy rounds each one)."""
-    p0 = p * (1.0 - lr * wd) if wd != 0.0 else p
-    w1 = 1.0 - b1
-    m1 = m + w1 * (g - m) if w1 < 0.5 else g - (g - m) * (1.0 - w1)
-    v1 = v * b2 + ((1.0 - b2) * g) * g
-    neg_step = -(lr / (1.0 - powi(b1, t)))
-    denom = np.sqrt(v1) / math.sqrt(1.0 - powi(b2, t)) + eps
-    return p0 + (neg_step * m1) / denom, m1, v1
 
 
-def sgd_contract(p, g, buf, t, lr, momentum, wd):
-    d = g + wd * p if wd != 0.0 else g
-    if momentum != 0.0:
-        buf = d if t == 1 else buf * momentum + d
-        d = buf
-    return p + (-lr) * d, buf
 
 
 @pytest.mark.parametrize("hp", [dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1),

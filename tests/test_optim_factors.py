@@ -11,7 +11,10 @@ import pytest
 
 from pydepth import DecoderConfig, DecoderModel, InvalidHyperparameterError, SplitMix64
 from pydepth.optim import SGD, AdamW
-from conftest import need_extra
+from conftest import load_helper, need_extra
+
+_contract = load_helper("optim_contract.py")
+adamw_contract = _contract.adamw_contract
 
 CFG = DecoderConfig(64, 16, 2, 32, 2, 8)
 
@@ -27,25 +30,8 @@ def accumulate(model, seed=0):
     model.loss(ids, tg).backward()
 
 
-def powi(x, k):
-    r = 1.0
-    while k:
-        if k & 1:
-            r = r * x
-        x = x * x
-        k >>= 1
-    return r
 
 
-def adamw_contract(p, g, m, v, t, lr, b1, b2, eps, wd):
-    """docs/numerics-optimizers.md, AdamW, with this parameter's lr, eps and weight_decay."""
-    p0 = p * (1.0 - lr * wd) if wd != 0.0 else p
-    w1 = 1.0 - b1
-    m1 = m + w1 * (g - m) if w1 < 0.5 else g - (g - m) * (1.0 - w1)
-    v1 = v * b2 + ((1.0 - b2) * g) * g
-    neg_step = -(lr / (1.0 - powi(b1, t)))
-    denom = np.sqrt(v1) / np.sqrt(1.0 - powi(b2, t)) + eps
-    return p0 + (neg_step * m1) / denom, m1, v1
 
 
 def depth_factors(model):
