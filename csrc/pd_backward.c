@@ -45,6 +45,7 @@ typedef struct {
 /* Everything one reverse pass writes: the adjoints, carved from one pooled arena, and the
  * parameter contributions of its transaction. */
 typedef struct {
+    pd_grad_txn *txn;       /* the pass's transaction: complete direct contributions settle early */
     double **grad;          /* [n_params]: the transaction's contribution to each parameter gradient */
     const uint8_t *direct;  /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
     double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
@@ -91,6 +92,15 @@ static pd_status completed(const selection *s, int block, int kind, const double
 static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const double *U, double *dW) {
     for (size_t b = 0; b < B; b++)
         pd_mm_tn(I, T, O, X + b * T * I, I, U + b * T * O, O, dW, O, b > 0);
+}
+
+/* Block b's weight k: its whole contribution, committed at once while it is in cache (the
+ * block's weights have no other writer in the pass). */
+static void wgrad_block(const pd_graph *g, backward_scratch *s, size_t b, int k, size_t I, size_t O,
+                        const double *X, const double *U) {
+    const size_t i = pd_block_param(b, k);
+    wgrad(g->B, g->T, I, O, X, U, s->grad[i]);
+    pd_grad_txn_settle(s->txn, g->model, i);
 }
 
 /* RMSNorm VJP (§6.2): out = (((0 + res) + c_n) + c_s) + c_s, dgain, optional captures. */
@@ -184,7 +194,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double *u_ffn = A; /* the adjoint of the unscaled ffn product */
     PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
     pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, wsum(s, b, PD_P_WD));
-    wgrad(B, T, F, W, rec[PD_N_PRODUCT], u_ffn, G[PD_P_WD]);
+    wgrad_block(g, s, b, PD_P_WD, F, W, rec[PD_N_PRODUCT], u_ffn);
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
                                   rec[PD_N_GATE_LINEAR]};
@@ -193,8 +203,8 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
     PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
-    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up, G[PD_P_WU]);
-    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear, G[PD_P_WG]);
+    wgrad_block(g, s, b, PD_P_WU, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up);
+    wgrad_block(g, s, b, PD_P_WG, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear);
     pd_mm_nt_sum(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0, wsum(s, b, PD_P_WU));
     pd_mm_nt_sum(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1, wsum(s, b, PD_P_WG));
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
@@ -206,7 +216,7 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double *u_attn = AA; /* the adjoint of the unscaled attention product */
     PD_TRY(branch_adjoint(mu, AA, d->branch, N * W, blk, &u_attn, e));
     pd_mm_nt_sum(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0, wsum(s, b, PD_P_WO));
-    wgrad(B, T, W, W, rec[PD_N_MERGED], u_attn, G[PD_P_WO]);
+    wgrad_block(g, s, b, PD_P_WO, W, W, rec[PD_N_MERGED], u_attn);
     PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
     pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
@@ -225,9 +235,9 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     pd_merge_heads(B, T, H, D, d->query_heads, d->query);
     pd_merge_heads(B, T, KVH, D, d->key_heads, d->key);
     pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
-    wgrad(B, T, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query, G[PD_P_WQ]);
-    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key, G[PD_P_WK]);
-    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value, G[PD_P_WV]);
+    wgrad_block(g, s, b, PD_P_WQ, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query);
+    wgrad_block(g, s, b, PD_P_WK, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key);
+    wgrad_block(g, s, b, PD_P_WV, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value);
     pd_mm_nt_sum(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0, wsum(s, b, PD_P_WV));
     pd_mm_nt_sum(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WK));
     pd_mm_nt_sum(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WQ));
@@ -251,6 +261,8 @@ typedef struct {
     const uint8_t *touched;
     const size_t *gather_row;
     int direct; /* head is E's own gradient: its commit adds +0.0 to every element anyway */
+    const pd_grad_txn *txn; /* a direct head settles row by row, each row just written */
+    int bad;
 } emb_ctx;
 
 /* grad[E] = (0.0 + dE_head) + dE_gather, rows independent. A direct contribution commits as
@@ -266,6 +278,7 @@ static void emb_sum_task(void *vctx, size_t begin, size_t end) {
         else if (!c->direct)
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
     }
+    if (pd_grad_txn_settle_range(c->txn, PD_LEAD_EMBEDDING, begin * W, end * W) >> 63) c->bad = 1;
 }
 
 /* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
@@ -286,8 +299,9 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
     const size_t E = PD_LEAD_EMBEDDING;
-    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E]};
+    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E], s->txn, 0};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
+    pd_grad_txn_mark(s->txn, E, ec.bad);
 }
 
 /* Cuts the adjoints from c, or only measures them over a NULL base. */
@@ -320,10 +334,11 @@ static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_
 
 /* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
  * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_grad_txn *t,
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_grad_txn *t,
                                pd_error *e) {
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
     size_t x[PD_X_COUNT];
+    s->txn = t;
     s->grad = t->grad;
     s->direct = t->direct;
     /* the lookup's three tables in one block, widest first, so each stays aligned: [N] ids,
@@ -389,6 +404,7 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     memset(&s, 0, sizeof s);
     s.csum = cs;
     st = pd_grad_txn_open(&t, m, mode != PD_PASS_WAIT, e);
+    t.eager = mode == PD_PASS_COMMIT;
     if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
     if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);
