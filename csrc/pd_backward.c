@@ -88,6 +88,14 @@ static pd_status completed(const selection *s, int block, int kind, const double
     return PD_OK;
 }
 
+/* completed() for a value whose finiteness its writer noted: scanned only when it found a bad one. */
+static pd_status completed_noted(const selection *s, int block, int kind, const double *v, size_t n, int bad,
+                                 pd_error *e) {
+    if (bad) PD_TRY(pd_check_finite(v, n, block, kind, e));
+    capture(s, block, kind, v, n);
+    return PD_OK;
+}
+
 /* dW = sum over batch items (in order) of per-item sums over t: the weight rule of §6.2. */
 static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const double *U, double *dW) {
     for (size_t b = 0; b < B; b++)
@@ -132,8 +140,8 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
 static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
     const size_t NF = g->N * g->model->cfg.feed_forward_width;
     double *const *rec = r->v;
-    pd_silu_forward(NF, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
-    pd_mul_vec(NF, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
+    pd_swiglu_forward(NF, rec[PD_N_GATE_LINEAR], rec[PD_N_UP], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU],
+                      rec[PD_N_PRODUCT]);
 }
 
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
@@ -198,10 +206,10 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
                                   rec[PD_N_GATE_LINEAR]};
-    const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
-    pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
-    PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
-    PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
+    const pd_swiglu_grads d_gate = {wants(sel, blk, PD_N_GATE_SILU) ? d->gate_silu : NULL, d->up, d->gate_linear};
+    const int bad = pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
+    PD_TRY(completed_noted(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, bad & PD_BAD_GATE_LINEAR, e));
+    PD_TRY(completed_noted(sel, blk, PD_N_UP, d->up, N * F, bad & PD_BAD_UP, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
     wgrad_block(g, s, b, PD_P_WU, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up);
     wgrad_block(g, s, b, PD_P_WG, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear);

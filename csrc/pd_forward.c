@@ -71,24 +71,27 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_mm_nn_sum(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0, wsum(g, b, PD_P_WO));
     PD_TRY(pd_check_finite(rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
     PD_TRY(branch_scale(mu, rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
-    pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]);
-    PD_TRY(pd_check_finite(rec[PD_N_AFTER_ATTENTION], N * W, blk, PD_N_AFTER_ATTENTION, e));
+    if (pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]))
+        PD_TRY(pd_check_finite(rec[PD_N_AFTER_ATTENTION], N * W, blk, PD_N_AFTER_ATTENTION, e));
     const double *after_attn = rec[PD_N_AFTER_ATTENTION];
     PD_TRY(norm_forward(g, after_attn, P[PD_P_FFN_GAIN]->value, &ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e));
     const double *fn = rec[PD_N_FFN_NORM_OUTPUT];
     pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WG]->value, F, rec[PD_N_GATE_LINEAR], F, 0, wsum(g, b, PD_P_WG));
     PD_TRY(pd_check_finite(rec[PD_N_GATE_LINEAR], N * F, blk, PD_N_GATE_LINEAR, e));
-    pd_silu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
-    PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
+    /* up before the SiLU, so one pass makes the SiLU parts and the gate product and notes their
+     * finiteness; a failure is named as the checks in §5.5's order name it */
     pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WU]->value, F, rec[PD_N_UP], F, 0, wsum(g, b, PD_P_WU));
-    PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
-    pd_mul_vec(N * F, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
-    PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
+    if (pd_swiglu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_N_UP], rec[PD_V_GATE_SIGMOID],
+                          rec[PD_N_GATE_SILU], rec[PD_N_PRODUCT])) {
+        PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
+        PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
+        PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
+    }
     pd_mm_nn_sum(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0, wsum(g, b, PD_P_WD));
     PD_TRY(pd_check_finite(rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
     PD_TRY(branch_scale(mu, rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
-    pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]);
-    PD_TRY(pd_check_finite(rec[PD_N_BLOCK_OUTPUT], N * W, blk, PD_N_BLOCK_OUTPUT, e));
+    if (pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]))
+        PD_TRY(pd_check_finite(rec[PD_N_BLOCK_OUTPUT], N * W, blk, PD_N_BLOCK_OUTPUT, e));
     return PD_OK;
 }
 

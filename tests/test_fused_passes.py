@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: MIT
+"""The elementwise passes folded into one another keep the unfused bits: the gate product made
+in the SiLU's pass, the residual adds and the SwiGLU VJP noting finiteness as they write, and
+direct gradients committed right after their last writer. Shapes whose sizes are no multiple
+of a tile, on every kernel path, at one and two threads."""
+import numpy as np
+import pytest
+
+import pydepth
+from pydepth import DecoderConfig, DecoderModel, SplitMix64
+
+# products above the unpacked threshold, edges on every side: W 72, F 200, N 70
+CFG = DecoderConfig(301, 72, 4, 200, 2, 80)
+
+
+def _ids(seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, CFG.vocabulary_size, (1, 70)), rng.integers(0, CFG.vocabulary_size, (1, 70))
+
+
+def _kernel_paths():
+    from pydepth._native import _runtime
+    old = _runtime.kernel_path()
+    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
+    _runtime.force_kernel_path(old)
+    return out
+
+
+def _each_path_and_thread_count():
+    """(path, threads) for every supported path at 1 and 2 threads, restoring both after."""
+    from pydepth._native import _runtime
+    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
+    try:
+        for path in _kernel_paths():
+            assert _runtime.force_kernel_path(path)
+            for threads in (1, 2):
+                pydepth.set_num_threads(threads)
+                yield path, threads
+    finally:
+        _runtime.force_kernel_path(old_path)
+        pydepth.set_num_threads(old_threads)
+
+
+def _grad_bits(model):
+    return [p.grad.view(np.uint64).copy() for p in model.parameters]
+
+
+def _committed(seed):
+    """Two accumulated passes: the first commits in place (settling early), the second buffered."""
+    model = DecoderModel(CFG, SplitMix64(4))
+    for s in (seed, seed + 1):
+        ids, tgt = _ids(s)
+        model.loss(ids, tgt).backward()
+        if s == seed:
+            first = _grad_bits(model)
+    return first, _grad_bits(model)
+
+
+def _waited(seed):
+    """The same passes through the waiting path, whose commit checks every gradient itself."""
+    model = DecoderModel(CFG, SplitMix64(4))
+    out = []
+    for s in (seed, seed + 1):
+        ids, tgt = _ids(s)
+        loss = model.loss(ids, tgt)
+        loss._reverse([], commit=False)
+        loss._commit()
+        out.append(_grad_bits(model))
+    return out[0], out[1]
+
+
+def test_gradients_committed_early_have_the_bits_of_the_waiting_pass_on_every_path_and_thread_count():
+    want = None
+    for path, threads in _each_path_and_thread_count():
+        got = _committed(1)
+        for a, b in zip(got, _waited(1)):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b)), (path, threads)
+        if want is None:
+            want = got
+        for a, b in zip(got, want):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b)), (path, threads)
+
+
+def _bits(value):
+    return np.ascontiguousarray(value, dtype=np.float64).view(np.uint64)
+
+
+def test_the_fused_forward_passes_give_each_value_its_own_operation_on_every_path_and_thread_count():
+    ids, _ = _ids(2)
+    for path, threads in _each_path_and_thread_count():
+        fwd = DecoderModel(CFG, SplitMix64(5)).forward(ids)
+        for b in range(CFG.layers):
+            v = {k: fwd.named(f"blocks.{b}.{k}").value for k in
+                 ("ffn.gate_silu", "ffn.up", "ffn.product", "attention.output", "after_attention",
+                  "ffn.output", "output")}
+            site = fwd.named("embedding.output" if b == 0 else f"blocks.{b - 1}.output").value
+            assert np.array_equal(_bits(v["ffn.product"]), _bits(v["ffn.gate_silu"] * v["ffn.up"])), (path, threads)
+            assert np.array_equal(_bits(v["after_attention"]), _bits(site + v["attention.output"])), (path, threads)
+            assert np.array_equal(_bits(v["output"]), _bits(v["after_attention"] + v["ffn.output"])), (path, threads)
+
+
+def test_the_gate_silu_adjoint_is_made_only_when_asked_for_and_the_gradients_do_not_depend_on_it():
+    ids, tgt = _ids(3)
+    for path, threads in _each_path_and_thread_count():
+        plain, asked = DecoderModel(CFG, SplitMix64(6)), DecoderModel(CFG, SplitMix64(6))
+        plain.loss(ids, tgt).backward()
+        fwd = asked.forward(ids)
+        wanted = [fwd.named(f"blocks.1.ffn.{k}") for k in ("gate_silu", "product")]
+        d_gs, d_pr = fwd.loss(tgt).backward_with_selected_adjoints(wanted)
+        up = fwd.named("blocks.1.ffn.up").value
+        assert np.array_equal(_bits(d_gs), _bits(d_pr * up)), (path, threads)
+        for a, b in zip(_grad_bits(plain), _grad_bits(asked)):
+            assert np.array_equal(a, b), (path, threads)
+
+
+def _overflowing(gate, up):
+    model = DecoderModel(CFG, SplitMix64(2))
+    for name, val in (("blocks.1.ffn.gate.weight", gate), ("blocks.1.ffn.up.weight", up)):
+        if val is not None:
+            p = model.parameter(name)
+            v = p.snapshot()
+            v[:] = val
+            p.assign(v)
+    return model
+
+
+@pytest.mark.parametrize("gate, up, node", [(None, 1.7e308, "blocks.1.ffn.up"),
+                                            (1e200, 1e200, "blocks.1.ffn.product")])
+def test_a_non_finite_value_of_the_fused_pass_is_named_in_the_order_of_the_checks(gate, up, node):
+    """up checked after the gate's SiLU and before the product, as §5.5 orders them."""
+    ids, _ = _ids(0)
+    for path, threads in _each_path_and_thread_count():
+        with pytest.raises(pydepth.NonFiniteError) as err:
+            _overflowing(gate, up).forward(ids)
+        assert f" in {node} at flat index " in str(err.value), (path, threads)
