@@ -203,11 +203,11 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
     pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, wsum(s, b, PD_P_WD));
     wgrad_block(g, s, b, PD_P_WD, F, W, rec[PD_N_PRODUCT], u_ffn);
-    PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
                                   rec[PD_N_GATE_LINEAR]};
     const pd_swiglu_grads d_gate = {wants(sel, blk, PD_N_GATE_SILU) ? d->gate_silu : NULL, d->up, d->gate_linear};
-    const int bad = pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
+    const int bad = pd_swiglu_backward(N * F, d->product, &gate, &d_gate); /* checks its input too */
+    PD_TRY(completed_noted(sel, blk, PD_N_PRODUCT, d->product, N * F, bad & PD_BAD_PRODUCT, e));
     PD_TRY(completed_noted(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, bad & PD_BAD_GATE_LINEAR, e));
     PD_TRY(completed_noted(sel, blk, PD_N_UP, d->up, N * F, bad & PD_BAD_UP, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);

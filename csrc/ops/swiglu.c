@@ -79,33 +79,35 @@ int pd_add_vec(size_t n, const double *a, const double *b, double *out) {
 typedef struct {
     const double *d_pr, *up, *gs, *sg, *gl;
     double *d_gs, *d_up, *d_gl;
-    int bad_gl, bad_up;
+    int bad_pr, bad_gl, bad_up;
 } swiglu_back_ctx;
 
-/* d_gs is stored only when asked for (its one reader is a capture); d_up and d_gl note their
- * finiteness as they are written. */
+/* d_gs is stored only when asked for (its one reader is a capture); d_pr, d_up and d_gl note
+ * their finiteness as they are read or written. */
 static void swiglu_back_task(void *vctx, size_t begin, size_t end) {
     swiglu_back_ctx *c = vctx;
     const double *d_pr = c->d_pr, *up = c->up, *gs = c->gs, *sgv = c->sg, *gl = c->gl;
     double *d_up = c->d_up, *d_gl = c->d_gl;
-    uint64_t any_up = 0, any_gl = 0;
+    uint64_t any_pr = 0, any_up = 0, any_gl = 0;
     for (size_t i = begin; i < end; i++) {
         const double dgs = d_pr[i] * up[i];
         const double sg = sgv[i];
         const double du = d_pr[i] * gs[i], dg = dgs * (sg * (1.0 + gl[i] * (1.0 - sg)));
         d_up[i] = du;
         d_gl[i] = dg;
+        any_pr |= pd_nonfinite_bit(d_pr[i]);
         any_up |= pd_nonfinite_bit(du);
         any_gl |= pd_nonfinite_bit(dg);
     }
     if (c->d_gs)
         for (size_t i = begin; i < end; i++) c->d_gs[i] = d_pr[i] * up[i];
+    if (any_pr >> 63) c->bad_pr = 1;
     if (any_up >> 63) c->bad_up = 1;
     if (any_gl >> 63) c->bad_gl = 1;
 }
 
 int pd_swiglu_backward(size_t n, const double *d_pr, const pd_swiglu_saved *s, const pd_swiglu_grads *d) {
-    swiglu_back_ctx c = {d_pr, s->up, s->gs, s->sg, s->gl, d->gs, d->up, d->gl, 0, 0};
+    swiglu_back_ctx c = {d_pr, s->up, s->gs, s->sg, s->gl, d->gs, d->up, d->gl, 0, 0, 0};
     pd_parallel_for(n, PD_EW_GRAIN, swiglu_back_task, &c);
-    return (c.bad_gl ? PD_BAD_GATE_LINEAR : 0) | (c.bad_up ? PD_BAD_UP : 0);
+    return (c.bad_pr ? PD_BAD_PRODUCT : 0) | (c.bad_gl ? PD_BAD_GATE_LINEAR : 0) | (c.bad_up ? PD_BAD_UP : 0);
 }

@@ -24,7 +24,7 @@ typedef struct {
 } pd_swiglu_grads;
 
 /* d.gs = d_pr*up, d.up = d_pr*gs, d.gl = d.gs*(sg*(1 + gl*(1 - sg))), for n elements; returns
- * PD_BAD_GATE_LINEAR and PD_BAD_UP bits for d.gl and d.up. */
+ * PD_BAD_PRODUCT, PD_BAD_GATE_LINEAR and PD_BAD_UP bits for d_pr, d.gl and d.up. */
 int pd_swiglu_backward(size_t n, const double *d_pr, const pd_swiglu_saved *s, const pd_swiglu_grads *d);
 
 #endif
