@@ -20,6 +20,9 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
+#include "kernels/nonfinite.h"
+
+#define PD_HEAD_BLOCK 65536 /* elements of dE_head per block committed while in cache */
 
 /* The (block, kind) values whose completed adjoints the caller asked for. */
 typedef struct {
@@ -59,6 +62,7 @@ typedef struct {
     block_adjoints d;
     double *arena;
     pd_csum *csum;          /* [n_params] or NULL: the terms of the weights the pass packs */
+    int head_bad;           /* E's head contribution, committed early, holds a non-finite value */
 } backward_scratch;
 
 /* Parameter i's checksum slot in this pass, if the pass gathers them; wsum: block b's slot k. */
@@ -144,6 +148,26 @@ static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
                       rec[PD_N_PRODUCT]);
 }
 
+/* dE_head (E is used transposed). A gradient that takes it directly gets it in row blocks of
+ * about half a megabyte, each committed while in cache; the lookup's rows then add to committed
+ * values, which the commit's 0.0 + would leave as they are (never -0.0). */
+static void head_wgrad(const pd_graph *g, backward_scratch *s) {
+    const size_t B = g->B, T = g->T, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
+    const size_t E = PD_LEAD_EMBEDDING, block = (PD_HEAD_BLOCK / (W ? W : 1)) / 64 * 64;
+    double *dE = s->grad[E];
+    if (!pd_grad_txn_settles(s->txn, E) || block == 0) {
+        wgrad(B, T, V, W, s->logits, g->final_norm.out, dE);
+        return;
+    }
+    for (size_t v0 = 0; v0 < V; v0 += block) {
+        const size_t rows = V - v0 < block ? V - v0 : block;
+        for (size_t b = 0; b < B; b++)
+            pd_mm_tn(rows, T, W, s->logits + b * T * V + v0, V, g->final_norm.out + b * T * W, W, dE + v0 * W, W,
+                     b > 0);
+        if (pd_grad_txn_settle_range(s->txn, E, v0 * W, (v0 + rows) * W)) s->head_bad = 1;
+    }
+}
+
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
  * logits adjoint overwrites the saved softmax, its only reader. */
 static pd_status head_backward(pd_graph *g, const selection *sel, backward_scratch *s,
@@ -161,8 +185,7 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn_sum(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0, csum_of(s, PD_LEAD_EMBEDDING));
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
-    /* dE_head: E is used transposed */
-    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]);
+    head_wgrad(g, s);
     const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[final_gain], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[final_gain]->value,
                   &g->final_norm, &d_final_norm);
@@ -269,8 +292,8 @@ typedef struct {
     const uint8_t *touched;
     const size_t *gather_row;
     int direct; /* head is E's own gradient: its commit adds +0.0 to every element anyway */
-    const pd_grad_txn *txn; /* a direct head settles row by row, each row just written */
-    int bad;
+    int settled; /* head was committed already (head_wgrad): only the touched rows change */
+    int bad;     /* settled: a touched row's sum is not finite */
 } emb_ctx;
 
 /* grad[E] = (0.0 + dE_head) + dE_gather, rows independent. A direct contribution commits as
@@ -278,15 +301,19 @@ typedef struct {
 static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     emb_ctx *c = vctx;
     const size_t W = c->W;
+    uint64_t any = 0;
     for (size_t v = begin; v < end; v++) {
         double *hr = c->head + v * W;
         const double *gr = c->touched[v] ? c->gather + c->gather_row[v] * W : NULL;
         if (gr)
-            for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
+            for (size_t w = 0; w < W; w++) {
+                hr[w] = (0.0 + hr[w]) + gr[w];
+                any |= pd_nonfinite_bit(hr[w]);
+            }
         else if (!c->direct)
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
     }
-    if (pd_grad_txn_settle_range(c->txn, PD_LEAD_EMBEDDING, begin * W, end * W) >> 63) c->bad = 1;
+    if (c->settled && any >> 63) c->bad = 1;
 }
 
 /* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
@@ -307,9 +334,10 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
     const size_t E = PD_LEAD_EMBEDDING;
-    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E], s->txn, 0};
+    const int settled = pd_grad_txn_settles(s->txn, E);
+    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E], settled, 0};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
-    pd_grad_txn_mark(s->txn, E, ec.bad);
+    if (settled) pd_grad_txn_mark(s->txn, E, s->head_bad || ec.bad);
 }
 
 /* Cuts the adjoints from c, or only measures them over a NULL base. */

@@ -70,19 +70,23 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
 }
 
 void pd_grad_txn_settle(pd_grad_txn *t, const pd_model *m, size_t i) {
-    if (!t->eager || !t->direct[i] || t->settled[i]) return;
+    if (!pd_grad_txn_settles(t, i) || t->settled[i]) return;
     grad_ctx gc = {m->params[i]->grad, t->grad[i], pd_grad_loops_current(), 1, 0};
     each_chunk(m->params[i]->size, grad_check_task, &gc);
     pd_grad_txn_mark(t, i, gc.bad);
 }
 
-uint64_t pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end) {
-    if (!t->eager || !t->direct[i]) return 0;
-    return pd_grad_loops_current()->commit_direct(t->grad[i], begin, end);
+int pd_grad_txn_settles(const pd_grad_txn *t, size_t i) { return t->eager && t->direct[i]; }
+
+int pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end) {
+    if (!pd_grad_txn_settles(t, i) || end <= begin) return 0;
+    grad_ctx gc = {t->grad[i] + begin, NULL, pd_grad_loops_current(), 1, 0};
+    each_chunk(end - begin, grad_check_task, &gc);
+    return gc.bad;
 }
 
 void pd_grad_txn_mark(pd_grad_txn *t, size_t i, int bad) {
-    if (t->eager && t->direct[i]) t->settled[i] = (uint8_t)(PD_SETTLED | (bad ? PD_SETTLED_BAD : 0));
+    if (pd_grad_txn_settles(t, i)) t->settled[i] = (uint8_t)(PD_SETTLED | (bad ? PD_SETTLED_BAD : 0));
 }
 
 static void commit_params_task(void *vctx, size_t begin, size_t end) {

@@ -36,10 +36,11 @@ pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_e
  * before returning and nothing writes the contribution again: the commit's own loop and bits,
  * its finiteness kept for the commit's check. Anything else is left to the commit. */
 void pd_grad_txn_settle(pd_grad_txn *t, const pd_model *m, size_t i);
-/* The same for a contribution whose elements [begin, end) are complete, from a pool task; the
- * caller marks it settled (pd_grad_txn_mark) once every range is done. Bit 63 of the result set
- * when a result is not finite. */
-uint64_t pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end);
+/* Whether contribution i settles early (the pass commits before returning, i is direct). */
+int pd_grad_txn_settles(const pd_grad_txn *t, size_t i);
+/* The same loop over elements [begin, end) of such a contribution, on the pool; 1 when a result
+ * is not finite. The caller marks it settled (pd_grad_txn_mark) once every element is final. */
+int pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end);
 void pd_grad_txn_mark(pd_grad_txn *t, size_t i, int bad);
 /* Ends a pass that returned st: a failed pass is dropped; a finished one commits (PD_PASS_COMMIT)
  * or waits on g. t is spent either way. */

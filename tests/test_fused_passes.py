@@ -9,8 +9,9 @@ import pytest
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
 
-# products above the unpacked threshold, edges on every side: W 72, F 200, N 70
-CFG = DecoderConfig(301, 72, 4, 200, 2, 80)
+# products above the unpacked threshold, edges on every side: W 72, F 200, N 70; the head's
+# embedding gradient in two row blocks, the second partial (896 + 104 rows)
+CFG = DecoderConfig(1000, 72, 4, 200, 2, 80)
 
 
 def _ids(seed):
@@ -133,3 +134,35 @@ def test_a_non_finite_value_of_the_fused_pass_is_named_in_the_order_of_the_check
         with pytest.raises(pydepth.NonFiniteError) as err:
             _overflowing(gate, up).forward(ids)
         assert f" in {node} at flat index " in str(err.value), (path, threads)
+
+
+def _weight_gradient_overflowing():
+    """Every attention-norm output is +-1.7e308 (equal-magnitude embeddings, a huge gain, the
+    projections scaled down to keep the forward finite): the value weight's gradient overflows
+    while the pass writes it straight into a +0.0 gradient."""
+    model = DecoderModel(DecoderConfig(20, 4, 1, 4, 1, 16), SplitMix64(11))
+    gain = 1.7e308
+    scale = {"token_embedding.weight": lambda v: np.sign(v) * 0.5,
+             "blocks.0.attention_norm.gain": lambda v: np.full_like(v, gain)}
+    for n in ("query", "key", "value"):
+        scale[f"blocks.0.attention.{n}.weight"] = lambda v: v / gain
+    for name, f in scale.items():
+        p = model.parameter(name)
+        with np.errstate(under="ignore"):
+            p.assign(f(p.snapshot()))
+    return model, np.full((1, 16), 1), np.full((1, 16), 2)
+
+
+def test_a_weight_gradient_committed_early_that_overflows_refuses_the_pass_as_the_waiting_pass_does():
+    for path, threads in _each_path_and_thread_count():
+        model, ids, tgt = _weight_gradient_overflowing()
+        with pytest.raises(pydepth.NonFiniteError) as direct:
+            model.loss(ids, tgt).backward()
+        assert all(not np.any(p.grad.view(np.uint64)) for p in model.parameters), (path, threads)
+        assert all(p._p.grad_known_zero for p in model.parameters), (path, threads)
+        loss = model.loss(ids, tgt)
+        with pytest.raises(pydepth.NonFiniteError) as waited:
+            loss._reverse([], commit=False)
+            loss._commit()
+        assert str(direct.value) == str(waited.value), (path, threads)
+        assert "gradient of blocks.0.attention.value.weight" in str(direct.value)
