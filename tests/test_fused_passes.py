@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The elementwise passes folded into one another keep the unfused bits: the gate product made
 in the SiLU's pass, the residual adds and the SwiGLU VJP noting finiteness as they write, and
-direct gradients committed right after their last writer. Shapes whose sizes are no multiple
-of a tile, on every kernel path, at one and two threads."""
+direct gradients committed right after their last writer, zero_grad split over the pool.
+Shapes whose sizes are no multiple of a tile, on every kernel path, at one and two threads."""
 import numpy as np
 import pytest
 
@@ -166,3 +166,23 @@ def test_a_weight_gradient_committed_early_that_overflows_refuses_the_pass_as_th
             loss._commit()
         assert str(direct.value) == str(waited.value), (path, threads)
         assert "gradient of blocks.0.attention.value.weight" in str(direct.value)
+
+
+def test_zero_grad_split_over_the_pool_leaves_every_gradient_plus_zero_and_known_zero():
+    """The gradients laid end to end, cut into chunks that straddle parameters."""
+    old = pydepth.get_num_threads()
+    try:
+        for threads in (1, 2):
+            pydepth.set_num_threads(threads)
+            model = DecoderModel(CFG, SplitMix64(8))
+            assert model.parameter_count > 2 * 65536
+            rng = np.random.default_rng(threads)
+            for p in model.parameters:
+                grads = np.where(rng.random(p.size) < 0.5, -0.0, rng.standard_normal(p.size))
+                p._p.restore(p.snapshot().reshape(-1), grads, p.revision)
+            assert not any(p._p.grad_known_zero for p in model.parameters)
+            model.zero_grad()
+            assert all(not np.any(p.grad.view(np.uint64)) for p in model.parameters), threads
+            assert all(p._p.grad_known_zero for p in model.parameters), threads
+    finally:
+        pydepth.set_num_threads(old)
