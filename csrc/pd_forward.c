@@ -18,6 +18,9 @@
 #include "ops/rope.h"
 #include "ops/swiglu.h"
 
+#define PD_HEAD_BLOCK 65536   /* logits per block of the head product scanned while in cache */
+#define PD_HEAD_MIN_COLS 256  /* fewer columns would make the blocks' products too thin */
+
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
     const pd_config *c = &g->model->cfg;
@@ -163,8 +166,7 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     }
     const double *final_gain = pd_model_trailing(m, PD_TAIL_FINAL_GAIN)->value;
     PD_TRY(norm_forward(g, x, final_gain, &g->final_norm, -1, PD_N_FINAL_NORM_OUTPUT, e));
-    pd_graph_head(g);
-    PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
+    if (!pd_graph_head(g)) PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
     return PD_OK;
 }
 
@@ -212,12 +214,23 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
 }
 
 /* The tied head, logits = final norm output times E transposed; a lean record runs it again
- * where its probabilities were, which gives the same logits while E is unchanged. */
-void pd_graph_head(pd_graph *g) {
+ * where its probabilities were, which gives the same logits while E is unchanged. Blocks of
+ * columns (vocabulary rows of E) of about half a megabyte, each scanned for finiteness while in
+ * cache: every logit is still its own sum over W. */
+int pd_graph_head(pd_graph *g) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
-    pd_mm_nt_sum(N, W, V, g->final_norm.out, W, m->params[PD_LEAD_EMBEDDING]->value, W, g->logits, V, 0,
-                 csum_of(g, PD_LEAD_EMBEDDING));
+    const double *E = m->params[PD_LEAD_EMBEDDING]->value;
+    size_t block = (PD_HEAD_BLOCK / (N ? N : 1)) / 64 * 64;
+    if (block < PD_HEAD_MIN_COLS) block = PD_HEAD_MIN_COLS;
+    int finite = 1;
+    for (size_t v0 = 0; v0 < V; v0 += block) {
+        const size_t cols = V - v0 < block ? V - v0 : block;
+        pd_mm_nt_sum(N, W, cols, g->final_norm.out, W, E + v0 * W, W, g->logits + v0, V, 0,
+                     csum_of(g, PD_LEAD_EMBEDDING));
+        if (!pd_block_finite(g->logits + v0, N, V, cols)) finite = 0;
+    }
+    return finite;
 }
 
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {

@@ -186,3 +186,29 @@ def test_zero_grad_split_over_the_pool_leaves_every_gradient_plus_zero_and_known
             assert all(p._p.grad_known_zero for p in model.parameters), threads
     finally:
         pydepth.set_num_threads(old)
+
+
+def _row_overflow(fn_row, of_max=1.4):
+    """An embedding row whose logit with fn_row is about of_max times the largest double."""
+    with np.errstate(over="ignore"):
+        return np.sign(fn_row) * (np.finfo(float).max / np.sum(np.abs(fn_row))) * of_max
+
+
+def test_non_finite_logits_are_named_at_their_first_flat_index_across_the_heads_column_blocks():
+    """Row 0 overflows at column 950 (the second block of 896 columns), a later row at column 10
+    (the first block): the first flat index is row 0's, found after the first block's bad value."""
+    ids = np.arange(100, 170).reshape(1, 70)
+    for path, threads in _each_path_and_thread_count():
+        model = DecoderModel(CFG, SplitMix64(9))
+        fn = model.forward(ids).final_norm_output.value[0]
+        # the row least aligned with row 0, so that its overflowing class leaves row 0 finite
+        cross = [abs(np.sign(fn[r]) @ fn[0]) / np.abs(fn[r]).sum() for r in range(1, 70)]
+        r = 1 + int(np.argmin(cross))
+        assert 1.4 * cross[r - 1] < 0.5  # row 0's logit at column 10 stays far from overflow
+        emb = model.parameter("token_embedding.weight")
+        v = emb.snapshot()
+        v[950], v[10] = _row_overflow(fn[0]), _row_overflow(fn[r])
+        emb.assign(v)
+        with pytest.raises(pydepth.NonFiniteError) as err:
+            model.forward(ids)
+        assert str(err.value).endswith("in logits at flat index 950"), (path, threads, str(err.value))
