@@ -212,3 +212,30 @@ def test_non_finite_logits_are_named_at_their_first_flat_index_across_the_heads_
         with pytest.raises(pydepth.NonFiniteError) as err:
             model.forward(ids)
         assert str(err.value).endswith("in logits at flat index 950"), (path, threads, str(err.value))
+
+
+@pytest.mark.parametrize("mu", [1.0, 0.5])
+@pytest.mark.parametrize(
+    "weight, value, node",
+    [
+        ("attention.query", 1.7e308, "attention.query_heads"),
+        ("attention.value", -1.7e308, "attention.value_heads"),
+        ("attention.output", -1.7e308, "attention.output"),
+        ("ffn.gate", 1.7e308, "ffn.gate_linear"),
+        ("ffn.down", -1.7e308, "ffn.output"),
+    ],
+)
+def test_a_value_noted_non_finite_by_the_pass_that_reads_it_is_named_as_its_own_check_names_it(
+    weight, value, node, mu
+):
+    """The splits, the residual adds and the SiLU pass note the finiteness of the values they read;
+    the failure still names the value and its first flat index in its own layout."""
+    ids = np.arange(100, 170).reshape(1, 70)
+    for path, threads in _each_path_and_thread_count():
+        model = DecoderModel(CFG, SplitMix64(2), branch_multipliers=mu)
+        p = model.parameter(f"blocks.1.{weight}.weight")
+        p.assign(np.full(p.shape, value))
+        with pytest.raises(pydepth.NonFiniteError) as err:
+            model.forward(ids)
+        msg = str(err.value)
+        assert f" in blocks.1.{node} at flat index " in msg, (path, threads, msg)

@@ -12,8 +12,14 @@
 /* The element loops, in the widest vectors the products' path allows (isa.h): each element's
  * operations are the same on every path, and each loop notes (bit 63) whether any value it
  * wrote, or read where named, is not finite. */
-/* the exponent's argument -|v|, a NaN kept as itself */
-#define NEGABS_LOOP for (size_t i = 0; i < n; i++) sg[i] = x[i] != x[i] ? x[i] : -fabs(x[i])
+/* the exponent's argument -|v|, a NaN kept as itself; notes x */
+#define NEGABS_LOOP                                                                  \
+    uint64_t any = 0;                                                                \
+    for (size_t i = 0; i < n; i++) {                                                 \
+        sg[i] = x[i] != x[i] ? x[i] : -fabs(x[i]);                                   \
+        any |= pd_nonfinite_bit(x[i]);                                               \
+    }                                                                                \
+    return any
 /* sg = s and out = v*s from t = exp(-|v|) in sg: the numerator is 1 for v >= 0 (-0.0 too) */
 #define SIGMOID_LOOP                                                                 \
     uint64_t any = 0;                                                                \
@@ -37,14 +43,17 @@
     }                                                                                \
     bad[0] |= any_b;                                                                 \
     bad[1] |= any_p
+/* out = a + b; bad[0] notes b, bad[1] out */
 #define ADD_LOOP                                                                     \
-    uint64_t any = 0;                                                                \
+    uint64_t any_b = 0, any_o = 0;                                                   \
     for (size_t i = 0; i < n; i++) {                                                 \
         const double v = a[i] + b[i];                                                \
         out[i] = v;                                                                  \
-        any |= pd_nonfinite_bit(v);                                                  \
+        any_b |= pd_nonfinite_bit(b[i]);                                             \
+        any_o |= pd_nonfinite_bit(v);                                                \
     }                                                                                \
-    return any
+    bad[0] |= any_b;                                                                 \
+    bad[1] |= any_o
 /* d_up = d_pr*gs, d_gl = (d_pr*up)*(sg*(1 + gl*(1 - sg))); bad: d_pr, d_up, d_gl */
 #define BACK_LOOP                                                                    \
     uint64_t any_pr = 0, any_up = 0, any_gl = 0;                                     \
@@ -63,16 +72,16 @@
     bad[2] |= any_gl
 
 typedef struct {
-    void (*negabs)(size_t n, const double *x, double *sg);
+    uint64_t (*negabs)(size_t n, const double *x, double *sg);
     uint64_t (*sigmoid)(size_t n, const double *x, double *sg, double *out);
     void (*gate)(size_t n, const double *a, const double *b, double *prod, uint64_t bad[2]);
-    uint64_t (*add)(size_t n, const double *a, const double *b, double *out);
+    void (*add)(size_t n, const double *a, const double *b, double *out, uint64_t bad[2]);
     void (*back)(size_t n, const double *d_pr, const double *up, const double *gs, const double *sgv,
                  const double *gl, double *d_up, double *d_gl, uint64_t bad[3]);
 } ew_loops;
 
 #define EW_LOOPS(suffix, target)                                                                    \
-    target static void negabs##suffix(size_t n, const double *x, double *sg) { NEGABS_LOOP; }      \
+    target static uint64_t negabs##suffix(size_t n, const double *x, double *sg) { NEGABS_LOOP; }  \
     target static uint64_t sigmoid##suffix(size_t n, const double *x, double *sg, double *out) {   \
         SIGMOID_LOOP;                                                                               \
     }                                                                                               \
@@ -80,7 +89,8 @@ typedef struct {
                                     uint64_t bad[2]) {                                              \
         GATE_LOOP;                                                                                  \
     }                                                                                               \
-    target static uint64_t add##suffix(size_t n, const double *a, const double *b, double *out) {  \
+    target static void add##suffix(size_t n, const double *a, const double *b, double *out,        \
+                                   uint64_t bad[2]) {                                               \
         ADD_LOOP;                                                                                   \
     }                                                                                               \
     target static void back##suffix(size_t n, const double *d_pr, const double *up, const double *gs, \
@@ -100,7 +110,7 @@ static const ew_loops *current_loops(void) {
 typedef struct {
     const double *x, *up;
     double *sg, *out, *prod;
-    int bad_out, bad_up, bad_prod; /* set by any chunk holding a non-finite one */
+    int bad_x, bad_out, bad_up, bad_prod; /* set by any chunk holding a non-finite one */
 } silu_ctx;
 
 /* Both branches divide by 1 + exp(-|v|): the exponentials run as one array call (the
@@ -115,7 +125,7 @@ static void silu_task(void *vctx, size_t begin, size_t end) {
     const double *x = c->x + begin;
     double *sg = c->sg + begin, *out = c->out + begin;
     const size_t n = end - begin;
-    L->negabs(n, x, sg);
+    if (L->negabs(n, x, sg) >> 63) c->bad_x = 1;
     pd_exp_array(n, sg, sg);
     if (L->sigmoid(n, x, sg, out) >> 63) c->bad_out = 1;
     if (!c->up) return;
@@ -126,26 +136,30 @@ static void silu_task(void *vctx, size_t begin, size_t end) {
 }
 
 int pd_swiglu_forward(size_t n, const double *x, const double *up, double *sg, double *out, double *prod) {
-    silu_ctx c = {x, up, sg, out, prod, 0, 0, 0};
+    silu_ctx c = {x, up, sg, out, prod, 0, 0, 0, 0};
     pd_parallel_for(n, PD_EW_GRAIN, silu_task, &c);
-    return (c.bad_out ? PD_BAD_SILU : 0) | (c.bad_up ? PD_BAD_UP : 0) | (c.bad_prod ? PD_BAD_PRODUCT : 0);
+    return (c.bad_x ? PD_BAD_GATE_LINEAR : 0) | (c.bad_out ? PD_BAD_SILU : 0) | (c.bad_up ? PD_BAD_UP : 0) |
+           (c.bad_prod ? PD_BAD_PRODUCT : 0);
 }
 
 typedef struct {
     const double *a, *b;
     double *out;
-    int bad;
+    int bad_b, bad_out;
 } pair_ctx;
 
 static void add_task(void *vctx, size_t begin, size_t end) {
     pair_ctx *c = vctx;
-    if (current_loops()->add(end - begin, c->a + begin, c->b + begin, c->out + begin) >> 63) c->bad = 1;
+    uint64_t bad[2] = {0, 0};
+    current_loops()->add(end - begin, c->a + begin, c->b + begin, c->out + begin, bad);
+    if (bad[0] >> 63) c->bad_b = 1;
+    if (bad[1] >> 63) c->bad_out = 1;
 }
 
 int pd_add_vec(size_t n, const double *a, const double *b, double *out) {
-    pair_ctx c = {a, b, out, 0};
+    pair_ctx c = {a, b, out, 0, 0};
     pd_parallel_for(n, PD_EW_GRAIN, add_task, &c);
-    return c.bad;
+    return (c.bad_b ? PD_BAD_ADDEND : 0) | (c.bad_out ? PD_BAD_SUM : 0);
 }
 
 typedef struct {

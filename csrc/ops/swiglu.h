@@ -6,12 +6,14 @@
 #include <stdint.h>
 
 /* Which outputs of the elementwise passes hold a non-finite value, as bits of their results. */
-enum { PD_BAD_SILU = 1, PD_BAD_UP = 2, PD_BAD_PRODUCT = 4, PD_BAD_GATE_LINEAR = 8 };
+enum { PD_BAD_SILU = 1, PD_BAD_UP = 2, PD_BAD_PRODUCT = 4, PD_BAD_GATE_LINEAR = 8, PD_BAD_ADDEND = 16,
+       PD_BAD_SUM = 32 };
 
 /* SiLU: sg (sigmoid, kept for the reverse pass) and out = x*sg; with up, also the gate product
- * prod = out*up. Returns PD_BAD_SILU, PD_BAD_UP (up read) and PD_BAD_PRODUCT bits. */
+ * prod = out*up. Returns PD_BAD_GATE_LINEAR (x read), PD_BAD_SILU, PD_BAD_UP (up read) and
+ * PD_BAD_PRODUCT bits. */
 int pd_swiglu_forward(size_t n, const double *x, const double *up, double *sg, double *out, double *prod);
-/* out = a + b, elementwise; nonzero when some out is not finite. */
+/* out = a + b, elementwise; returns PD_BAD_ADDEND (b read) and PD_BAD_SUM (out) bits. */
 int pd_add_vec(size_t n, const double *a, const double *b, double *out);
 /* What the gate product's VJP reads from the forward: up, the gate's SiLU gs, its sigmoid sg
  * and its linear input gl. */
