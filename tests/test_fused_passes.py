@@ -239,3 +239,28 @@ def test_a_value_noted_non_finite_by_the_pass_that_reads_it_is_named_as_its_own_
             model.forward(ids)
         msg = str(err.value)
         assert f" in blocks.1.{node} at flat index " in msg, (path, threads, msg)
+
+
+def test_the_weight_rows_vector_loops_keep_the_bits_and_the_failure_on_segmented_padded_rows():
+    """Segments starting inside a row and padding: the scaled, shifted and divided weights and
+    their VJP, and a score overflow named at one flat index on every path and thread count."""
+    rng = np.random.default_rng(4)
+    srcs = [rng.integers(0, CFG.vocabulary_size, n) for n in (31, 25, 40, 9)]
+    batch = pydepth.Batch.pack(srcs, 60)
+    want, named = None, set()
+    for path, threads in _each_path_and_thread_count():
+        model = DecoderModel(CFG, SplitMix64(12))
+        fwd = model.forward(batch)
+        got = [_bits(fwd.named(f"blocks.{b}.attention.weights").value) for b in range(CFG.layers)]
+        fwd.loss().backward()
+        got += _grad_bits(model)
+        if want is None:
+            want = got
+        assert all(np.array_equal(x, y) for x, y in zip(got, want)), (path, threads)
+        for name in ("query", "key"):
+            p = model.parameter(f"blocks.1.attention.{name}.weight")
+            p.assign(np.full(p.shape, 1e160))
+        with pytest.raises(pydepth.NonFiniteError) as err:
+            model.forward(batch)
+        named.add(str(err.value))
+    assert len(named) == 1 and " in blocks.1.attention scores at flat index " in named.pop()
