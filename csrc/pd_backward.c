@@ -20,6 +20,9 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
+#include "kernels/nonfinite.h"
+
+#define PD_HEAD_BLOCK 65536 /* elements of dE_head per block committed while in cache */
 
 /* The (block, kind) values whose completed adjoints the caller asked for. */
 typedef struct {
@@ -45,6 +48,7 @@ typedef struct {
 /* Everything one reverse pass writes: the adjoints, carved from one pooled arena, and the
  * parameter contributions of its transaction. */
 typedef struct {
+    pd_grad_txn *txn;       /* the pass's transaction: complete direct contributions settle early */
     double **grad;          /* [n_params]: the transaction's contribution to each parameter gradient */
     const uint8_t *direct;  /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
     double *logits;         /* [N, V] adjoint of the logits, written over the graph's prob */
@@ -58,6 +62,7 @@ typedef struct {
     block_adjoints d;
     double *arena;
     pd_csum *csum;          /* [n_params] or NULL: the terms of the weights the pass packs */
+    int head_bad;           /* E's head contribution, committed early, holds a non-finite value */
 } backward_scratch;
 
 /* Parameter i's checksum slot in this pass, if the pass gathers them; wsum: block b's slot k. */
@@ -87,10 +92,27 @@ static pd_status completed(const selection *s, int block, int kind, const double
     return PD_OK;
 }
 
+/* completed() for a value whose finiteness its writer noted: scanned only when it found a bad one. */
+static pd_status completed_noted(const selection *s, int block, int kind, const double *v, size_t n, int bad,
+                                 pd_error *e) {
+    if (bad) PD_TRY(pd_check_finite(v, n, block, kind, e));
+    capture(s, block, kind, v, n);
+    return PD_OK;
+}
+
 /* dW = sum over batch items (in order) of per-item sums over t: the weight rule of §6.2. */
 static void wgrad(size_t B, size_t T, size_t I, size_t O, const double *X, const double *U, double *dW) {
     for (size_t b = 0; b < B; b++)
         pd_mm_tn(I, T, O, X + b * T * I, I, U + b * T * O, O, dW, O, b > 0);
+}
+
+/* Block b's weight k: its whole contribution, committed at once while it is in cache (the
+ * block's weights have no other writer in the pass). */
+static void wgrad_block(const pd_graph *g, backward_scratch *s, size_t b, int k, size_t I, size_t O,
+                        const double *X, const double *U) {
+    const size_t i = pd_block_param(b, k);
+    wgrad(g->B, g->T, I, O, X, U, s->grad[i]);
+    pd_grad_txn_settle(s->txn, g->model, i);
 }
 
 /* RMSNorm VJP (§6.2): out = (((0 + res) + c_n) + c_s) + c_s, dgain, optional captures. */
@@ -122,8 +144,28 @@ static pd_status prob_ready(pd_graph *g, pd_error *e) {
 static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
     const size_t NF = g->N * g->model->cfg.feed_forward_width;
     double *const *rec = r->v;
-    pd_silu_forward(NF, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
-    pd_mul_vec(NF, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
+    pd_swiglu_forward(NF, rec[PD_N_GATE_LINEAR], rec[PD_N_UP], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU],
+                      rec[PD_N_PRODUCT]);
+}
+
+/* dE_head (E is used transposed). A gradient that takes it directly gets it in row blocks of
+ * about half a megabyte, each committed while in cache; the lookup's rows then add to committed
+ * values, which the commit's 0.0 + would leave as they are (never -0.0). */
+static void head_wgrad(const pd_graph *g, backward_scratch *s) {
+    const size_t B = g->B, T = g->T, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
+    const size_t E = PD_LEAD_EMBEDDING, block = (PD_HEAD_BLOCK / (W ? W : 1)) / 64 * 64;
+    double *dE = s->grad[E];
+    if (!pd_grad_txn_settles(s->txn, E) || block == 0) {
+        wgrad(B, T, V, W, s->logits, g->final_norm.out, dE);
+        return;
+    }
+    for (size_t v0 = 0; v0 < V; v0 += block) {
+        const size_t rows = V - v0 < block ? V - v0 : block;
+        for (size_t b = 0; b < B; b++)
+            pd_mm_tn(rows, T, W, s->logits + b * T * V + v0, V, g->final_norm.out + b * T * W, W, dE + v0 * W, W,
+                     b > 0);
+        if (pd_grad_txn_settle_range(s->txn, E, v0 * W, (v0 + rows) * W)) s->head_bad = 1;
+    }
 }
 
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The
@@ -143,8 +185,7 @@ static pd_status head_backward(pd_graph *g, const selection *sel, backward_scrat
     capture(sel, -1, PD_N_LOGITS, s->logits, N * V);
     pd_mm_nn_sum(N, V, W, s->logits, V, E, W, s->final_norm_out, W, 0, csum_of(s, PD_LEAD_EMBEDDING));
     PD_TRY(completed(sel, -1, PD_N_FINAL_NORM_OUTPUT, s->final_norm_out, N * W, e));
-    /* dE_head: E is used transposed */
-    wgrad(B, T, V, W, s->logits, g->final_norm.out, s->grad[PD_LEAD_EMBEDDING]);
+    head_wgrad(g, s);
     const pd_norm_grads d_final_norm = {NULL, s->residual, s->grad[final_gain], NULL, NULL, NULL};
     norm_backward(g, s->final_norm_out, g->sites[2 * m->cfg.layers], m->params[final_gain]->value,
                   &g->final_norm, &d_final_norm);
@@ -184,17 +225,17 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double *u_ffn = A; /* the adjoint of the unscaled ffn product */
     PD_TRY(branch_adjoint(mu, A, d->branch, N * W, blk, &u_ffn, e));
     pd_mm_nt_sum(N, W, F, u_ffn, W, P[PD_P_WD]->value, W, d->product, F, 0, wsum(s, b, PD_P_WD));
-    wgrad(B, T, F, W, rec[PD_N_PRODUCT], u_ffn, G[PD_P_WD]);
-    PD_TRY(completed(sel, blk, PD_N_PRODUCT, d->product, N * F, e));
+    wgrad_block(g, s, b, PD_P_WD, F, W, rec[PD_N_PRODUCT], u_ffn);
     const pd_swiglu_saved gate = {rec[PD_N_UP], rec[PD_N_GATE_SILU], rec[PD_V_GATE_SIGMOID],
                                   rec[PD_N_GATE_LINEAR]};
-    const pd_swiglu_grads d_gate = {d->gate_silu, d->up, d->gate_linear};
-    pd_swiglu_backward(N * F, d->product, &gate, &d_gate);
-    PD_TRY(completed(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, e));
-    PD_TRY(completed(sel, blk, PD_N_UP, d->up, N * F, e));
+    const pd_swiglu_grads d_gate = {wants(sel, blk, PD_N_GATE_SILU) ? d->gate_silu : NULL, d->up, d->gate_linear};
+    const int bad = pd_swiglu_backward(N * F, d->product, &gate, &d_gate); /* checks its input too */
+    PD_TRY(completed_noted(sel, blk, PD_N_PRODUCT, d->product, N * F, bad & PD_BAD_PRODUCT, e));
+    PD_TRY(completed_noted(sel, blk, PD_N_GATE_LINEAR, d->gate_linear, N * F, bad & PD_BAD_GATE_LINEAR, e));
+    PD_TRY(completed_noted(sel, blk, PD_N_UP, d->up, N * F, bad & PD_BAD_UP, e));
     capture(sel, blk, PD_N_GATE_SILU, d->gate_silu, N * F);
-    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up, G[PD_P_WU]);
-    wgrad(B, T, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear, G[PD_P_WG]);
+    wgrad_block(g, s, b, PD_P_WU, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->up);
+    wgrad_block(g, s, b, PD_P_WG, W, F, rec[PD_N_FFN_NORM_OUTPUT], d->gate_linear);
     pd_mm_nt_sum(N, F, W, d->up, F, P[PD_P_WU]->value, F, d->ffn_norm_out, W, 0, wsum(s, b, PD_P_WU));
     pd_mm_nt_sum(N, F, W, d->gate_linear, F, P[PD_P_WG]->value, F, d->ffn_norm_out, W, 1, wsum(s, b, PD_P_WG));
     PD_TRY(completed(sel, blk, PD_N_FFN_NORM_OUTPUT, d->ffn_norm_out, N * W, e));
@@ -206,28 +247,28 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const double *u_attn = AA; /* the adjoint of the unscaled attention product */
     PD_TRY(branch_adjoint(mu, AA, d->branch, N * W, blk, &u_attn, e));
     pd_mm_nt_sum(N, W, W, u_attn, W, P[PD_P_WO]->value, W, d->merged, W, 0, wsum(s, b, PD_P_WO));
-    wgrad(B, T, W, W, rec[PD_N_MERGED], u_attn, G[PD_P_WO]);
-    PD_TRY(completed(sel, blk, PD_N_MERGED, d->merged, N * W, e));
-    pd_split_heads(B, T, H, D, d->merged, d->head_outputs);
+    wgrad_block(g, s, b, PD_P_WO, W, W, rec[PD_N_MERGED], u_attn);
+    const int bad_merged = pd_split_heads(B, T, H, D, d->merged, d->head_outputs); /* checks merged too */
+    PD_TRY(completed_noted(sel, blk, PD_N_MERGED, d->merged, N * W, bad_merged, e));
     capture(sel, blk, PD_N_HEAD_OUTPUTS, d->head_outputs, N * W);
     pd_attn_geom geom = {B, T, H, KVH, D, g->valid, g->seg_start, g->seg_end};
     const pd_attn_in attn = {rec[PD_N_ROT_QUERY_HEADS], rec[PD_N_ROT_KEY_HEADS], rec[PD_N_VALUE_HEADS]};
     const pd_attn_grads d_qkv = {d->rot_query_heads, d->rot_key_heads, d->value_heads};
     PD_TRY(pd_attention_backward(&geom, &attn, rec[PD_N_WEIGHTS], d->head_outputs, &d_qkv, e));
-    PD_TRY(completed(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, e));
-    PD_TRY(completed(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, e));
-    PD_TRY(completed(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, e));
-    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
-    pd_rope_apply(&rope, H, d->rot_query_heads, d->query_heads, 1);
-    pd_rope_apply(&rope, KVH, d->rot_key_heads, d->key_heads, 1);
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos}; /* its reads are checked too */
+    const int bad_rq = pd_rope_apply(&rope, H, d->rot_query_heads, d->query_heads, 1);
+    const int bad_rk = pd_rope_apply(&rope, KVH, d->rot_key_heads, d->key_heads, 1);
+    const int bad_v = pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
+    PD_TRY(completed_noted(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, bad_rq, e));
+    PD_TRY(completed_noted(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, bad_rk, e));
+    PD_TRY(completed_noted(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, bad_v, e));
     capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
     capture(sel, blk, PD_N_KEY_HEADS, d->key_heads, N * KVD);
     pd_merge_heads(B, T, H, D, d->query_heads, d->query);
     pd_merge_heads(B, T, KVH, D, d->key_heads, d->key);
-    pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
-    wgrad(B, T, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query, G[PD_P_WQ]);
-    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key, G[PD_P_WK]);
-    wgrad(B, T, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value, G[PD_P_WV]);
+    wgrad_block(g, s, b, PD_P_WQ, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query);
+    wgrad_block(g, s, b, PD_P_WK, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key);
+    wgrad_block(g, s, b, PD_P_WV, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value);
     pd_mm_nt_sum(N, KVD, W, d->value, KVD, P[PD_P_WV]->value, KVD, d->attn_norm_out, W, 0, wsum(s, b, PD_P_WV));
     pd_mm_nt_sum(N, KVD, W, d->key, KVD, P[PD_P_WK]->value, KVD, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WK));
     pd_mm_nt_sum(N, W, W, d->query, W, P[PD_P_WQ]->value, W, d->attn_norm_out, W, 1, wsum(s, b, PD_P_WQ));
@@ -251,6 +292,8 @@ typedef struct {
     const uint8_t *touched;
     const size_t *gather_row;
     int direct; /* head is E's own gradient: its commit adds +0.0 to every element anyway */
+    int settled; /* head was committed already (head_wgrad): only the touched rows change */
+    int bad;     /* settled: a touched row's sum is not finite */
 } emb_ctx;
 
 /* grad[E] = (0.0 + dE_head) + dE_gather, rows independent. A direct contribution commits as
@@ -258,14 +301,19 @@ typedef struct {
 static void emb_sum_task(void *vctx, size_t begin, size_t end) {
     emb_ctx *c = vctx;
     const size_t W = c->W;
+    uint64_t any = 0;
     for (size_t v = begin; v < end; v++) {
         double *hr = c->head + v * W;
         const double *gr = c->touched[v] ? c->gather + c->gather_row[v] * W : NULL;
         if (gr)
-            for (size_t w = 0; w < W; w++) hr[w] = (0.0 + hr[w]) + gr[w];
+            for (size_t w = 0; w < W; w++) {
+                hr[w] = (0.0 + hr[w]) + gr[w];
+                any |= pd_nonfinite_bit(hr[w]);
+            }
         else if (!c->direct)
             for (size_t w = 0; w < W; w++) hr[w] = 0.0 + hr[w];
     }
+    if (c->settled && any >> 63) c->bad = 1;
 }
 
 /* The lookup's contribution, pre-summed over repeated ids, added after the tied head's. */
@@ -286,8 +334,10 @@ static void embedding_backward(const pd_graph *g, backward_scratch *s) {
     }
     pd_embedding_backward(N, W, s->residual, s->gather_ids, g->valid, s->gather);
     const size_t E = PD_LEAD_EMBEDDING;
-    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E]};
+    const int settled = pd_grad_txn_settles(s->txn, E);
+    emb_ctx ec = {W, s->grad[E], s->gather, s->touched, s->gather_row, s->direct[E], settled, 0};
     pd_parallel_for(V, 1 + 16384 / (W ? W : 1), emb_sum_task, &ec);
+    if (settled) pd_grad_txn_mark(s->txn, E, s->head_bad || ec.bad);
 }
 
 /* Cuts the adjoints from c, or only measures them over a NULL base. */
@@ -320,10 +370,11 @@ static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_
 
 /* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
  * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, const pd_grad_txn *t,
+static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_grad_txn *t,
                                pd_error *e) {
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
     size_t x[PD_X_COUNT];
+    s->txn = t;
     s->grad = t->grad;
     s->direct = t->direct;
     /* the lookup's three tables in one block, widest first, so each stays aligned: [N] ids,
@@ -389,6 +440,7 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     memset(&s, 0, sizeof s);
     s.csum = cs;
     st = pd_grad_txn_open(&t, m, mode != PD_PASS_WAIT, e);
+    t.eager = mode == PD_PASS_COMMIT;
     if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
     if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);

@@ -18,6 +18,9 @@
 #include "ops/rope.h"
 #include "ops/swiglu.h"
 
+#define PD_HEAD_BLOCK 65536   /* logits per block of the head product scanned while in cache */
+#define PD_HEAD_MIN_COLS 256  /* fewer columns would make the blocks' products too thin */
+
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
     const pd_config *c = &g->model->cfg;
@@ -31,6 +34,19 @@ static pd_status branch_scale(double mu, double *v, size_t n, int blk, int node,
     if (mu == 1.0) return PD_OK;
     pd_scale_vec(n, mu, v, v);
     return pd_check_finite(v, n, blk, node, e);
+}
+
+/* sum = x + branch, the branch first scaled by mu (and checked before, as branch_scale needs);
+ * the add notes both, and only then do the scans, branch first, name what it found. */
+static pd_status residual_add(const double *x, double *branch, double *sum, size_t n, double mu, int blk,
+                              int branch_node, int sum_node, pd_error *e) {
+    if (mu != 1.0) {
+        PD_TRY(pd_check_finite(branch, n, blk, branch_node, e));
+        PD_TRY(branch_scale(mu, branch, n, blk, branch_node, e));
+    }
+    if (!pd_add_vec(n, x, branch, sum)) return PD_OK;
+    PD_TRY(pd_check_finite(branch, n, blk, branch_node, e));
+    return pd_check_finite(sum, n, blk, sum_node, e);
 }
 
 /* Parameter i's checksum slot while a recorded forward runs, else none; wsum: block b's slot k. */
@@ -54,42 +70,42 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_mm_nn_sum(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0, wsum(g, b, PD_P_WQ));
     pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0, wsum(g, b, PD_P_WK));
     pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0, wsum(g, b, PD_P_WV));
-    PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
-    PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
-    PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
-    pd_split_heads(B, T, c->heads, D, g->q, rec[PD_N_QUERY_HEADS]);
-    pd_split_heads(B, T, c->kv_heads, D, g->k, rec[PD_N_KEY_HEADS]);
-    pd_split_heads(B, T, c->kv_heads, D, g->v, rec[PD_N_VALUE_HEADS]);
+    /* the splits note finiteness; the scans, in order, only name what they found */
+    if (pd_split_heads(B, T, c->heads, D, g->q, rec[PD_N_QUERY_HEADS]) |
+        pd_split_heads(B, T, c->kv_heads, D, g->k, rec[PD_N_KEY_HEADS]) |
+        pd_split_heads(B, T, c->kv_heads, D, g->v, rec[PD_N_VALUE_HEADS])) {
+        PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
+        PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
+        PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
+    }
     const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
     pd_rope_apply(&rope, c->heads, rec[PD_N_QUERY_HEADS], rec[PD_N_ROT_QUERY_HEADS], 0);
     pd_rope_apply(&rope, c->kv_heads, rec[PD_N_KEY_HEADS], rec[PD_N_ROT_KEY_HEADS], 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
     const pd_attn_in attn = {rec[PD_N_ROT_QUERY_HEADS], rec[PD_N_ROT_KEY_HEADS], rec[PD_N_VALUE_HEADS]};
     PD_TRY(pd_attention_forward(&geom, &attn, rec[PD_N_WEIGHTS], rec[PD_N_HEAD_OUTPUTS], blk, e));
-    PD_TRY(pd_check_finite(rec[PD_N_HEAD_OUTPUTS], N * W, blk, PD_N_HEAD_OUTPUTS, e));
-    pd_merge_heads(B, T, c->heads, D, rec[PD_N_HEAD_OUTPUTS], rec[PD_N_MERGED]);
+    if (pd_merge_heads(B, T, c->heads, D, rec[PD_N_HEAD_OUTPUTS], rec[PD_N_MERGED]))
+        PD_TRY(pd_check_finite(rec[PD_N_HEAD_OUTPUTS], N * W, blk, PD_N_HEAD_OUTPUTS, e));
     pd_mm_nn_sum(N, W, W, rec[PD_N_MERGED], W, P[PD_P_WO]->value, W, rec[PD_N_ATTN_OUTPUT], W, 0, wsum(g, b, PD_P_WO));
-    PD_TRY(pd_check_finite(rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
-    PD_TRY(branch_scale(mu, rec[PD_N_ATTN_OUTPUT], N * W, blk, PD_N_ATTN_OUTPUT, e));
-    pd_add_vec(N * W, x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION]);
-    PD_TRY(pd_check_finite(rec[PD_N_AFTER_ATTENTION], N * W, blk, PD_N_AFTER_ATTENTION, e));
+    PD_TRY(residual_add(x, rec[PD_N_ATTN_OUTPUT], rec[PD_N_AFTER_ATTENTION], N * W, mu, blk, PD_N_ATTN_OUTPUT,
+                        PD_N_AFTER_ATTENTION, e));
     const double *after_attn = rec[PD_N_AFTER_ATTENTION];
     PD_TRY(norm_forward(g, after_attn, P[PD_P_FFN_GAIN]->value, &ffn_norm, blk, PD_N_FFN_NORM_OUTPUT, e));
     const double *fn = rec[PD_N_FFN_NORM_OUTPUT];
     pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WG]->value, F, rec[PD_N_GATE_LINEAR], F, 0, wsum(g, b, PD_P_WG));
-    PD_TRY(pd_check_finite(rec[PD_N_GATE_LINEAR], N * F, blk, PD_N_GATE_LINEAR, e));
-    pd_silu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_V_GATE_SIGMOID], rec[PD_N_GATE_SILU]);
-    PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
+    /* up before the SiLU, so one pass makes the SiLU parts and the gate product and notes the
+     * finiteness of all four; a failure is named as the checks in §5.5's order name it */
     pd_mm_nn_sum(N, W, F, fn, W, P[PD_P_WU]->value, F, rec[PD_N_UP], F, 0, wsum(g, b, PD_P_WU));
-    PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
-    pd_mul_vec(N * F, rec[PD_N_GATE_SILU], rec[PD_N_UP], rec[PD_N_PRODUCT]);
-    PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
+    if (pd_swiglu_forward(N * F, rec[PD_N_GATE_LINEAR], rec[PD_N_UP], rec[PD_V_GATE_SIGMOID],
+                          rec[PD_N_GATE_SILU], rec[PD_N_PRODUCT])) {
+        PD_TRY(pd_check_finite(rec[PD_N_GATE_LINEAR], N * F, blk, PD_N_GATE_LINEAR, e));
+        PD_TRY(pd_check_finite(rec[PD_N_GATE_SILU], N * F, blk, PD_N_GATE_SILU, e));
+        PD_TRY(pd_check_finite(rec[PD_N_UP], N * F, blk, PD_N_UP, e));
+        PD_TRY(pd_check_finite(rec[PD_N_PRODUCT], N * F, blk, PD_N_PRODUCT, e));
+    }
     pd_mm_nn_sum(N, F, W, rec[PD_N_PRODUCT], F, P[PD_P_WD]->value, W, rec[PD_N_FFN_OUTPUT], W, 0, wsum(g, b, PD_P_WD));
-    PD_TRY(pd_check_finite(rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
-    PD_TRY(branch_scale(mu, rec[PD_N_FFN_OUTPUT], N * W, blk, PD_N_FFN_OUTPUT, e));
-    pd_add_vec(N * W, rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT]);
-    PD_TRY(pd_check_finite(rec[PD_N_BLOCK_OUTPUT], N * W, blk, PD_N_BLOCK_OUTPUT, e));
-    return PD_OK;
+    return residual_add(rec[PD_N_AFTER_ATTENTION], rec[PD_N_FFN_OUTPUT], rec[PD_N_BLOCK_OUTPUT], N * W, mu, blk,
+                        PD_N_FFN_OUTPUT, PD_N_BLOCK_OUTPUT, e);
 }
 
 static pd_status fill_layout(pd_graph *g, const int64_t *ids, const uint8_t *valid,
@@ -160,8 +176,7 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     }
     const double *final_gain = pd_model_trailing(m, PD_TAIL_FINAL_GAIN)->value;
     PD_TRY(norm_forward(g, x, final_gain, &g->final_norm, -1, PD_N_FINAL_NORM_OUTPUT, e));
-    pd_graph_head(g);
-    PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
+    if (!pd_graph_head(g)) PD_TRY(pd_check_finite(g->logits, N * V, -1, PD_N_LOGITS, e));
     return PD_OK;
 }
 
@@ -209,12 +224,23 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
 }
 
 /* The tied head, logits = final norm output times E transposed; a lean record runs it again
- * where its probabilities were, which gives the same logits while E is unchanged. */
-void pd_graph_head(pd_graph *g) {
+ * where its probabilities were, which gives the same logits while E is unchanged. Blocks of
+ * columns (vocabulary rows of E) of about half a megabyte, each scanned for finiteness while in
+ * cache: every logit is still its own sum over W. */
+int pd_graph_head(pd_graph *g) {
     const pd_model *m = g->model;
     const size_t N = g->N, W = m->cfg.model_width, V = m->cfg.vocabulary_size;
-    pd_mm_nt_sum(N, W, V, g->final_norm.out, W, m->params[PD_LEAD_EMBEDDING]->value, W, g->logits, V, 0,
-                 csum_of(g, PD_LEAD_EMBEDDING));
+    const double *E = m->params[PD_LEAD_EMBEDDING]->value;
+    size_t block = (PD_HEAD_BLOCK / (N ? N : 1)) / 64 * 64;
+    if (block < PD_HEAD_MIN_COLS) block = PD_HEAD_MIN_COLS;
+    int finite = 1;
+    for (size_t v0 = 0; v0 < V; v0 += block) {
+        const size_t cols = V - v0 < block ? V - v0 : block;
+        pd_mm_nt_sum(N, W, cols, g->final_norm.out, W, E + v0 * W, W, g->logits + v0, V, 0,
+                     csum_of(g, PD_LEAD_EMBEDDING));
+        if (!pd_block_finite(g->logits + v0, N, V, cols)) finite = 0;
+    }
+    return finite;
 }
 
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {

@@ -22,7 +22,7 @@ pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_
 /* Attaches the valid-target mean NLL; targets [N], read only at valid positions. */
 pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e);
 /* The tied head into g->logits (docs/numerics.md §5.6); again, by a lean record's reverse pass,
- * once the parameters are known unchanged. */
-void pd_graph_head(pd_graph *g);
+ * once the parameters are known unchanged. 1 when every logit is finite. */
+int pd_graph_head(pd_graph *g);
 
 #endif

@@ -8,6 +8,8 @@
 
 /* Every element to +0.0. */
 void pd_grad_zero(pd_param *p);
+/* pd_grad_zero of every parameter, the zeroing split over the pool. */
+void pd_grads_zero(pd_param *const *params, size_t n);
 /* Copies p->size values from src (a restore); the flag holds only if they are all +0.0. */
 void pd_grad_set(pd_param *p, const double *src);
 

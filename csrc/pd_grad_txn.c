@@ -58,10 +58,35 @@ static void each_chunk(size_t n, pd_task_fn fn, grad_ctx *gc) {
 static void check_params_task(void *vctx, size_t begin, size_t end) {
     commit_ctx *c = vctx;
     for (size_t i = begin; i < end; i++) {
+        const uint8_t settled = c->t->settled[i];
+        if (settled) { /* committed early by the same loop: its finding stands */
+            c->bad[i] = (uint8_t)((settled & PD_SETTLED_BAD) != 0);
+            continue;
+        }
         grad_ctx gc = grad_ctx_of(c, i);
         each_chunk(c->m->params[i]->size, grad_check_task, &gc);
         c->bad[i] = (uint8_t)gc.bad;
     }
+}
+
+void pd_grad_txn_settle(pd_grad_txn *t, const pd_model *m, size_t i) {
+    if (!pd_grad_txn_settles(t, i) || t->settled[i]) return;
+    grad_ctx gc = {m->params[i]->grad, t->grad[i], pd_grad_loops_current(), 1, 0};
+    each_chunk(m->params[i]->size, grad_check_task, &gc);
+    pd_grad_txn_mark(t, i, gc.bad);
+}
+
+int pd_grad_txn_settles(const pd_grad_txn *t, size_t i) { return t->eager && t->direct[i]; }
+
+int pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end) {
+    if (!pd_grad_txn_settles(t, i) || end <= begin) return 0;
+    grad_ctx gc = {t->grad[i] + begin, NULL, pd_grad_loops_current(), 1, 0};
+    each_chunk(end - begin, grad_check_task, &gc);
+    return gc.bad;
+}
+
+void pd_grad_txn_mark(pd_grad_txn *t, size_t i, int bad) {
+    if (pd_grad_txn_settles(t, i)) t->settled[i] = (uint8_t)(PD_SETTLED | (bad ? PD_SETTLED_BAD : 0));
 }
 
 static void commit_params_task(void *vctx, size_t begin, size_t end) {
@@ -116,6 +141,7 @@ static void restore_direct(const pd_model *m, const pd_grad_txn *t) {
 static void txn_free(pd_grad_txn *t) {
     free(t->grad);
     free(t->direct);
+    free(t->settled);
     pd_buf_put(t->arena);
     memset(t, 0, sizeof *t);
 }
@@ -136,7 +162,8 @@ pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_e
     memset(t, 0, sizeof *t);
     t->grad = calloc(np ? np : 1, sizeof(double *));
     t->direct = calloc(np ? np : 1, 1);
-    if (!t->grad || !t->direct) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
+    t->settled = calloc(np ? np : 1, 1);
+    if (!t->grad || !t->direct || !t->settled) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
     size_t total = 0;
     for (size_t i = 0; i < np; i++) {
         t->direct[i] = (uint8_t)(in_place && direct_ok(m, i));

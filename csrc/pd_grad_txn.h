@@ -21,12 +21,27 @@ enum {
 typedef struct pd_grad_txn {
     double **grad;   /* [n_params] */
     uint8_t *direct; /* [n_params]: grad[i] is the parameter's own all-(+0.0) gradient */
-    double *arena;   /* the buffers of the contributions that are not direct */
+    uint8_t *settled; /* [n_params]: PD_SETTLED when a direct contribution was committed early,
+                       * with PD_SETTLED_BAD when a result was not finite */
+    int eager;        /* the pass commits before returning: complete contributions may settle */
+    double *arena;    /* the buffers of the contributions that are not direct */
 } pd_grad_txn;
+
+enum { PD_SETTLED = 1, PD_SETTLED_BAD = 2 };
 
 /* Buffers for every contribution, not zeroed. With in_place, a parameter whose gradient is
  * +0.0 (and named by no other slot) takes its contribution in its gradient. */
 pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_error *e);
+/* Commits direct contribution i now, while its values are still in cache, when the pass commits
+ * before returning and nothing writes the contribution again: the commit's own loop and bits,
+ * its finiteness kept for the commit's check. Anything else is left to the commit. */
+void pd_grad_txn_settle(pd_grad_txn *t, const pd_model *m, size_t i);
+/* Whether contribution i settles early (the pass commits before returning, i is direct). */
+int pd_grad_txn_settles(const pd_grad_txn *t, size_t i);
+/* The same loop over elements [begin, end) of such a contribution, on the pool; 1 when a result
+ * is not finite. The caller marks it settled (pd_grad_txn_mark) once every element is final. */
+int pd_grad_txn_settle_range(const pd_grad_txn *t, size_t i, size_t begin, size_t end);
+void pd_grad_txn_mark(pd_grad_txn *t, size_t i, int bad);
 /* Ends a pass that returned st: a failed pass is dropped; a finished one commits (PD_PASS_COMMIT)
  * or waits on g. t is spent either way. */
 pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, pd_error *e);

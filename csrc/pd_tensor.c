@@ -67,3 +67,24 @@ int pd_all_finite(const double *x, size_t n, size_t *where) {
     }
     return 1;
 }
+
+typedef struct {
+    const double *x;
+    size_t ld, cols;
+    uint64_t (*scan)(const double *, size_t, size_t);
+    int bad;
+} block_ctx;
+
+static void block_task(void *vctx, size_t begin, size_t end) {
+    block_ctx *c = vctx;
+    for (size_t r = begin; r < end; r++)
+        if (c->scan(c->x + r * c->ld, 0, c->cols) >> 63) c->bad = 1;
+}
+
+int pd_block_finite(const double *x, size_t rows, size_t ld, size_t cols) {
+    block_ctx c = {x, ld, cols, PD_ISA_CURRENT(scan), 0};
+    const size_t grain = 1 + PD_SCAN_GRAIN / (cols ? cols : 1);
+    if (rows <= grain) block_task(&c, 0, rows);
+    else pd_parallel_for(rows, grain, block_task, &c);
+    return !c.bad;
+}

@@ -35,6 +35,8 @@ int pd_can_allocate(size_t n);
 
 /* True when every element is finite; *where receives the first offending index. */
 int pd_all_finite(const double *x, size_t n, size_t *where);
+/* True when every element of the rows x cols block at x (rows ld apart) is finite. */
+int pd_block_finite(const double *x, size_t rows, size_t ld, size_t cols);
 /* PD_OK, or PD_ERR_NONFINITE naming the first non-finite element of the value (block, node). */
 pd_status pd_check_finite(const double *x, size_t n, int block, int node, pd_error *e);
 

@@ -5,6 +5,8 @@
 #include <string.h>
 #include "mix.h"
 #include "isa.h"
+#include "../platform/pd_atomic.h"
+#include "../platform/pd_cpu.h"
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
@@ -93,6 +95,48 @@ PD_TARGET("avx512f") static uint64_t mix_rows_avx512(const double *x, size_t off
     for (int l = 0; l < 8; l++) s += lane[l];
     return s;
 }
+
+/* The same lanes where the CPU multiplies 64-bit lanes in one instruction (AVX512DQ): the low
+ * 64 bits of the product are the emulation's, so the sum is too. */
+PD_TARGET("avx512f,avx512dq") static uint64_t mix_rows_avx512dq(const double *x, size_t off, size_t rows,
+                                                                size_t rs, size_t cols) {
+    const __m512i mul = _mm512_set1_epi64((long long)MUL);
+    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
+    const __m512i lanes = _mm512_set_epi64((long long)(7 * STEP), (long long)(6 * STEP), (long long)(5 * STEP),
+                                           (long long)(4 * STEP), (long long)(3 * STEP), (long long)(2 * STEP),
+                                           (long long)STEP, 0);
+    const size_t full = cols / 8 * 8;
+    __m512i acc = _mm512_setzero_si512();
+    uint64_t tail = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const size_t o = off + r * rs;
+        __m512i key = _mm512_add_epi64(_mm512_set1_epi64((long long)((uint64_t)o * STEP)), lanes);
+        for (size_t j = 0; j < full; j += 8, key = _mm512_add_epi64(key, step)) {
+            const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + o + j)), key);
+            acc = _mm512_add_epi64(acc, _mm512_mullo_epi64(v, mul));
+        }
+        if (full < cols) tail += mix_sum(x, o + full, o + cols);
+    }
+    uint64_t lane[8], s = tail;
+    _mm512_storeu_si512((void *)lane, acc);
+    for (int l = 0; l < 8; l++) s += lane[l];
+    return s;
+}
+
+/* The AVX-512 path's loop: one CPUID read, kept (a CPUID can cost a VM exit). */
+static pd_atomic_int g_dq; /* 0 unknown, 1 without AVX512DQ, 2 with it */
+
+static uint64_t (*avx512_loop(void))(const double *, size_t, size_t, size_t, size_t) {
+    int dq = pd_atomic_int_load(&g_dq);
+    if (!dq) {
+        dq = pd_cpu_has_avx512dq() ? 2 : 1;
+        pd_atomic_int_store(&g_dq, dq);
+    }
+    return dq == 2 ? mix_rows_avx512dq : mix_rows_avx512;
+}
+#define MIX_AVX512 avx512_loop()
+#else
+#define MIX_AVX512 mix_rows
 #endif
 
 void pd_csum_init(pd_csum *s, const double *base) {
@@ -104,7 +148,7 @@ void pd_csum_init(pd_csum *s, const double *base) {
 void pd_csum_add_rows(pd_csum *s, const double *p, size_t rows, size_t rs, size_t cols) {
     if (rs == cols) cols *= rows, rows = 1; /* back to back (an unpacked whole weight): one long run */
     uint64_t (*loop)(const double *, size_t, size_t, size_t, size_t) =
-        PD_ISA_PICK(mix_rows, mix_rows_avx2, mix_rows_avx512, mix_rows);
+        PD_ISA_PICK(mix_rows, mix_rows_avx2, MIX_AVX512, mix_rows);
     s->sum += loop(s->base, (size_t)(p - s->base), rows, rs, cols);
     s->count += rows * cols;
 }
@@ -116,6 +160,6 @@ void pd_csum_merge(pd_csum *s, const pd_csum *part) {
 
 uint64_t pd_mix_range(const double *x, size_t begin, size_t end) {
     uint64_t (*loop)(const double *, size_t, size_t, size_t, size_t) =
-        PD_ISA_PICK(mix_rows, mix_rows_avx2, mix_rows_avx512, mix_rows);
+        PD_ISA_PICK(mix_rows, mix_rows_avx2, MIX_AVX512, mix_rows);
     return loop(x, begin, 1, end - begin, end - begin); /* one run */
 }

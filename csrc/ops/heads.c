@@ -1,36 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /* The head split and merge relabellings between [B, T, Hn*D] rows and [B, Hn, T, D] heads
- * (docs/numerics.md §5.3): exact copies, rows on the pool. */
+ * (docs/numerics.md §5.3): exact copies, rows on the pool, noting whether a copied value is not
+ * finite (the finiteness check of the value copied, without a second read). */
 #include "heads.h"
 #include "../kernels/isa.h"
+#include "../kernels/nonfinite.h"
 #include "../kernels/pool.h"
 
 typedef struct {
     size_t T, Hn, D;
     const double *src;
     double *dst;
+    int bad; /* some chunk copied a non-finite value */
 } heads_ctx;
 
 /* Token rows (b, t): head h of the row is x[(b*T+t)*Hn*D + h*D ...] = heads[((b*Hn+h)*T+t)*D ...].
  * Exact copies in the widest vectors the products' path allows (isa.h). */
 #define SPLIT_LOOP                                                                  \
-    const heads_ctx *c = vctx;                                                      \
+    heads_ctx *c = vctx;                                                            \
     const size_t T = c->T, Hn = c->Hn, D = c->D;                                    \
+    uint64_t any = 0;                                                               \
     for (size_t bt = begin; bt < end; bt++)                                         \
         for (size_t h = 0; h < Hn; h++) {                                           \
             const double *xr = c->src + bt * Hn * D + h * D;                        \
             double *hd = c->dst + ((bt / T * Hn + h) * T + bt % T) * D;             \
-            for (size_t d = 0; d < D; d++) hd[d] = xr[d];                           \
-        }
+            for (size_t d = 0; d < D; d++) {                                        \
+                hd[d] = xr[d];                                                      \
+                any |= pd_nonfinite_bit(xr[d]);                                     \
+            }                                                                       \
+        }                                                                           \
+    if (any >> 63) c->bad = 1;
 #define MERGE_LOOP                                                                  \
-    const heads_ctx *c = vctx;                                                      \
+    heads_ctx *c = vctx;                                                            \
     const size_t T = c->T, Hn = c->Hn, D = c->D;                                    \
+    uint64_t any = 0;                                                               \
     for (size_t bt = begin; bt < end; bt++)                                         \
         for (size_t h = 0; h < Hn; h++) {                                           \
             const double *hd = c->src + ((bt / T * Hn + h) * T + bt % T) * D;       \
             double *xr = c->dst + bt * Hn * D + h * D;                              \
-            for (size_t d = 0; d < D; d++) xr[d] = hd[d];                           \
-        }
+            for (size_t d = 0; d < D; d++) {                                        \
+                xr[d] = hd[d];                                                      \
+                any |= pd_nonfinite_bit(hd[d]);                                     \
+            }                                                                       \
+        }                                                                           \
+    if (any >> 63) c->bad = 1;
 
 #define HEAD_TASKS(suffix, target)                                                         \
     target static void split_rows##suffix(void *vctx, size_t begin, size_t end) { SPLIT_LOOP } \
@@ -42,12 +55,14 @@ static pd_task_fn current_task(int merge) {
     return merge ? PD_ISA_CURRENT(merge_rows) : PD_ISA_CURRENT(split_rows);
 }
 
-void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
-    heads_ctx c = {T, Hn, D, x, heads};
+int pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads) {
+    heads_ctx c = {T, Hn, D, x, heads, 0};
     pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), current_task(0), &c);
+    return c.bad;
 }
 
-void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
-    heads_ctx c = {T, Hn, D, heads, x};
+int pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x) {
+    heads_ctx c = {T, Hn, D, heads, x, 0};
     pd_parallel_for(B * T, 1 + PD_EW_GRAIN / (Hn * D + 1), current_task(1), &c);
+    return c.bad;
 }

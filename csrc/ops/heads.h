@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Splits [B,T,Hn*D] rows into heads [B,Hn,T,D] and back. */
-void pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads);
-void pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x);
+/* Splits [B,T,Hn*D] rows into heads [B,Hn,T,D] and back; nonzero when a value is not finite. */
+int pd_split_heads(size_t B, size_t T, size_t Hn, size_t D, const double *x, double *heads);
+int pd_merge_heads(size_t B, size_t T, size_t Hn, size_t D, const double *heads, double *x);
 
 #endif

@@ -4,6 +4,7 @@
 #include "rope.h"
 #include "canon.h"
 #include "../kernels/isa.h"
+#include "../kernels/nonfinite.h"
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
 
@@ -27,18 +28,21 @@ pd_status pd_rope_tables(size_t P, size_t D, double base, double *sin_t, double 
 
 /* One head row's pairs, rotated forward (§5.2) or back (the VJP: the
  * inverse rotation with the same table entries), in the widest vectors the products' path
- * allows (isa.h); each pair's operations are the same on every path. */
+ * allows (isa.h); each pair's operations are the same on every path. The rows read are noted
+ * for finiteness, so the value rotated needs no scan of its own. */
 #define ROTATE_LOOP                                                                 \
     for (size_t j = 0; j < half; j++) {                                             \
         const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];         \
         o[2 * j] = pd_canon(l * cs - r * s);                                        \
         o[2 * j + 1] = pd_canon(l * s + r * cs);                                    \
+        any |= pd_nonfinite_bit(l) | pd_nonfinite_bit(r);                           \
     }
 #define UNROTATE_LOOP                                                               \
     for (size_t j = 0; j < half; j++) {                                             \
         const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];         \
         o[2 * j] = pd_canon(l * cs + r * s);                                        \
         o[2 * j + 1] = pd_canon(r * cs - l * s);                                    \
+        any |= pd_nonfinite_bit(l) | pd_nonfinite_bit(r);                           \
     }
 
 typedef struct {
@@ -46,11 +50,13 @@ typedef struct {
     size_t Hn;
     const double *in;
     double *out;
+    int bad; /* some chunk read a non-finite value */
 } rope_ctx;
 
 /* Rows are (b, h, t) head rows; each writes only its own output row. */
 #define ROWS_LOOP(PAIRS)                                                                      \
-    const rope_ctx *c = vctx;                                                                 \
+    rope_ctx *c = vctx;                                                                       \
+    uint64_t any = 0;                                                                         \
     const size_t half = c->r->D / 2, T = c->r->T, D = c->r->D, Hn = c->Hn;                    \
     const size_t *pos = c->r->pos;                                                            \
     const double *sin_t = c->r->sin_t, *cos_t = c->r->cos_t;                                  \
@@ -59,7 +65,8 @@ typedef struct {
         const double *sr = sin_t + p * half, *cr = cos_t + p * half, *a = c->in + row * D;    \
         double *o = c->out + row * D;                                                         \
         PAIRS                                                                                 \
-    }
+    }                                                                                         \
+    if (any >> 63) c->bad = 1;
 
 #define ROPE_TASKS(suffix, target)                                                                \
     target static void rotate_rows##suffix(void *vctx, size_t begin, size_t end) {               \
@@ -75,8 +82,9 @@ static pd_task_fn current_task(int inverse) {
     return inverse ? PD_ISA_CURRENT(unrotate_rows) : PD_ISA_CURRENT(rotate_rows);
 }
 
-void pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse) {
-    rope_ctx c = {r, Hn, in, out};
+int pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse) {
+    rope_ctx c = {r, Hn, in, out, 0};
     const size_t D = r->D;
     pd_parallel_for(r->B * Hn * r->T, 1 + PD_EW_GRAIN / (D ? D : 1), current_task(inverse), &c);
+    return c.bad;
 }

@@ -16,7 +16,8 @@ typedef struct {
     const double *sin_t, *cos_t;
 } pd_rope;
 
-/* Rotates heads [B, Hn, T, D] by their positions; inverse applies the VJP rotation. */
-void pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse);
+/* Rotates heads [B, Hn, T, D] by their positions; inverse applies the VJP rotation. Nonzero
+ * when some value read is not finite. */
+int pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse);
 
 #endif

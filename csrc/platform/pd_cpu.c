@@ -42,6 +42,7 @@ static unsigned leaf7_ebx(void) {
 
 int pd_cpu_has_avx2(void) { return os_saves(0x6) && ((leaf7_ebx() >> 5) & 1); }
 int pd_cpu_has_avx512f(void) { return os_saves(0xE6) && ((leaf7_ebx() >> 16) & 1); }
+int pd_cpu_has_avx512dq(void) { return pd_cpu_has_avx512f() && ((leaf7_ebx() >> 17) & 1); }
 
 int pd_cpu_has_fma(void) {
     unsigned r[4];
@@ -51,5 +52,6 @@ int pd_cpu_has_fma(void) {
 #else
 int pd_cpu_has_avx2(void) { return 0; }
 int pd_cpu_has_avx512f(void) { return 0; }
+int pd_cpu_has_avx512dq(void) { return 0; }
 int pd_cpu_has_fma(void) { return 0; }
 #endif

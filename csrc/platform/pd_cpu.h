@@ -6,6 +6,8 @@
 
 int pd_cpu_has_avx2(void);
 int pd_cpu_has_avx512f(void);
+/* AVX512DQ on top of AVX512F (vpmullq: one instruction for a 64-bit lane multiply). */
+int pd_cpu_has_avx512dq(void);
 /* FMA3 (vfmadd...): the elementary functions' fused multiply-adds in one instruction. */
 int pd_cpu_has_fma(void);
 

@@ -151,6 +151,7 @@ cdef extern from "optim/pd_adamw.h":
 
 cdef extern from "pd_grad.h":
     void pd_grad_zero(pd_param *p) nogil
+    void pd_grads_zero(pd_param **params, size_t n) nogil
     void pd_grad_set(pd_param *p, const double *src) nogil
 
 cdef extern from "pd_rms.h":

@@ -440,12 +440,11 @@ cdef class _Model:
         return int(acc)
 
     def zero_grads(self):
-        """Every parameter gradient to +0.0, in one C loop."""
-        cdef size_t i, n = len(self.params)
+        """Every parameter gradient to +0.0, in one C call (split over the pool)."""
+        cdef size_t n = len(self.params)
         with nogil:
             self.grad_lock.acquire()
-            for i in range(n):
-                pd_grad_zero(self.ptrs[i])
+            pd_grads_zero(self.ptrs, n)
             self.grad_lock.release()
 
 
