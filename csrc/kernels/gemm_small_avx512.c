@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
- * place through masked loads at the right edge, A broadcast in place. Multiply and add stay
- * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */
+ * place (masked loads only at the right edge: a zero-masked load costs more than a plain one),
+ * A broadcast in place. Multiply and add stay separate (the functions target avx512f,
+ * contraction is off, so no FMA is emitted). */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
@@ -14,13 +15,16 @@
 #define ZERO(r, v) __m512d s##r##v = _mm512_setzero_pd()
 #define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, _mm512_mul_pd(a##r##k, b##v))
 #define BCAST(r) const __m512d a##r##k = _mm512_set1_pd(a##r[ka])
+/* Column vector v of a B row or C row at x: whole when its mask is full. */
+#define LD(v, x) (m##v == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(m##v, x))
 #define OUT(r, v)                                                                                \
     do {                                                                                         \
         if ((r) < rows) {                                                                        \
             double *cr = c + (r) * ldc + 8 * (v);                                                \
             __m512d x = s##r##v;                                                                 \
-            if (acc) x = _mm512_add_pd(_mm512_maskz_loadu_pd(m##v, cr), x); /* C + s */         \
-            _mm512_mask_storeu_pd(cr, m##v, x);                                                  \
+            if (acc) x = _mm512_add_pd(LD(v, cr), x); /* C + s */                               \
+            if (m##v == 0xFF) _mm512_storeu_pd(cr, x);                                           \
+            else _mm512_mask_storeu_pd(cr, m##v, x);                                             \
         }                                                                                        \
     } while (0)
 #define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v); M(4, v); M(5, v); M(6, v); M(7, v)
@@ -36,7 +40,7 @@ PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t 
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
-        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b);
+        const __m512d b0 = LD(0, b);
         ROWS(BCAST);
         ALL(STEP, 0);
     }
@@ -54,7 +58,7 @@ PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t 
     ALL(ZERO, 0);
     ALL(ZERO, 1);
     for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
-        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), b1 = _mm512_maskz_loadu_pd(m1, b + 8);
+        const __m512d b0 = LD(0, b), b1 = LD(1, b + 8);
         ROWS(BCAST);
         ALL(STEP, 0);
         ALL(STEP, 1);
