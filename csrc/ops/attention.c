@@ -9,10 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attention.h"
-#include "canon.h"
+#include "attn_rows.h"
 #include "../kernels/gemm.h"
 #include "../kernels/pool.h"
-#include "../libm/pd_libm.h"
 #include "../pd_buffer.h"
 #include "../pd_nodes.h"
 
@@ -49,38 +48,14 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
             const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
             /* raw scores of the reachable keys, straight into the weight rows */
             if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, q + i0 * D, D, k + jlo * D, D, pm + i0 * T + jlo, T, 0);
-            for (size_t i = i0; i < i1; i++) {
-                double *p = pm + i * T;
-                if (!a->valid[b * T + i]) {
-                    memset(p, 0, T * sizeof(double));
-                    continue;
-                }
-                const size_t s0 = a->seg_start[b * T + i];
-                double mx = -INFINITY;
-                for (size_t j = s0; j <= i; j++) {
-                    const double sc = p[j] * c->kappa; /* multiply by 1/sqrt(D), not divide */
-                    if (!isfinite(sc)) {
-                        c->failed = 1;
-                        c->fail_index = (lane * T + i) * T + j;
-                        c->fail_value = sc;
-                        return;
-                    }
-                    p[j] = sc;
-                    if (sc > mx) mx = sc;
-                }
-                size_t first_max = i + 1; /* first maximal entry: its exp is the literal 1, not in tail */
-                for (size_t j = s0; j <= i; j++) {
-                    p[j] = p[j] - mx;
-                    if (p[j] == 0.0 && first_max == i + 1) first_max = j;
-                }
-                pd_exp_array(i + 1 - s0, p + s0, p + s0); /* the same exp(x - mx) the normalisation divides */
-                double tail = 0.0;
-                for (size_t j = s0; j <= i; j++)
-                    if (j != first_max) tail = tail + p[j];
-                const double den = 1.0 + tail;
-                for (size_t j = s0; j <= i; j++) p[j] = pd_canon(p[j] / den);
-                memset(p, 0, s0 * sizeof(double));
-                memset(p + i + 1, 0, (T - i - 1) * sizeof(double));
+            const pd_attn_rows rows = {T, i0, i1, a->valid + b * T, a->seg_start + b * T, c->kappa};
+            size_t at = 0;
+            double bad = 0.0;
+            if (!pd_attn_softmax_rows(&rows, pm, &at, &bad)) {
+                c->failed = 1;
+                c->fail_index = lane * T * T + at;
+                c->fail_value = bad;
+                return;
             }
             /* o[i,d] = sum over j ascending from +0.0 of p[j]*v[j,d]; masked p are +0.0 */
             if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, pm + i0 * T + jlo, T, v + jlo * D, D, o + i0 * D, D, 0);
@@ -128,20 +103,8 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
                 const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
                 /* dPm for the reachable keys, kept in ds until the softmax VJP replaces it */
                 if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, dO + i0 * D, D, v + jlo * D, D, ds + i0 * T + jlo, T, 0);
-                for (size_t i = i0; i < i1; i++) {
-                    double *dsr = ds + i * T;
-                    if (!a->valid[b * T + i]) {
-                        memset(dsr, 0, T * sizeof(double));
-                        continue;
-                    }
-                    const size_t s0 = a->seg_start[b * T + i];
-                    const double *p = pm + i * T;
-                    double wsum = 0.0;
-                    for (size_t j = s0; j <= i; j++) wsum = wsum + dsr[j] * p[j];
-                    for (size_t j = s0; j <= i; j++) dsr[j] = pd_canon(p[j] * (dsr[j] - wsum)) * c->kappa;
-                    memset(dsr, 0, s0 * sizeof(double));
-                    memset(dsr + i + 1, 0, (T - i - 1) * sizeof(double));
-                }
+                const pd_attn_rows rows = {T, i0, i1, a->valid + b * T, a->seg_start + b * T, c->kappa};
+                pd_attn_softmax_vjp_rows(&rows, pm, ds);
                 /* dq[i,d] = sum over keys ascending of ds[i,j]*k[j,d] */
                 if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, ds + i0 * T + jlo, T, k + jlo * D, D, dq + i0 * D, D, 0);
                 else memset(dq + i0 * D, 0, (i1 - i0) * D * sizeof(double));
