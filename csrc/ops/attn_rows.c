@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Attention's softmax rows (attn_rows.h): the scalar text row by row, and on the AVX-512 path
- * whole rows of eight-lane groups (T a multiple of 8) with one exp call for the whole block,
- * the entries outside a row's keys computed on +0.0 and written +0.0. Per allowed entry both do
- * the same operations; the sequential sums (the tail) stay one add at a time in order. */
+ * whole rows of eight-lane groups (T a multiple of 8), the forward with one exp call for the
+ * whole block, the entries outside a row's keys computed on +0.0 and written +0.0. Per allowed
+ * entry both do the same operations; the sequential sums (the tail, the VJP's weighted sum)
+ * stay one add at a time in order. */
 #include <math.h>
 #include <string.h>
 #include "attn_rows.h"
@@ -175,15 +176,51 @@ int pd_attn_softmax_rows(const pd_attn_rows *r, double *w, size_t *bad_at, doubl
         r, w, bad_at, bad);
 }
 
-void pd_attn_softmax_vjp_rows(const pd_attn_rows *r, const double *w, double *ds) {
+static void softmax_vjp_rows_scalar(const pd_attn_rows *r, const double *w, double *ds) {
     const size_t T = r->T;
     for (size_t i = r->i0; i < r->i1; i++) {
         double *d = ds + i * T;
         const double *p = w + i * T;
         const size_t s = r->valid[i] ? r->s0[i] : i + 1;
-        double w = 0.0;
-        for (size_t j = s; j <= i; j++) w = w + d[j] * p[j];
-        for (size_t j = s; j <= i; j++) d[j] = pd_canon(p[j] * (d[j] - w)) * r->kappa;
+        double acc = 0.0;
+        for (size_t j = s; j <= i; j++) acc = acc + d[j] * p[j];
+        for (size_t j = s; j <= i; j++) d[j] = pd_canon(p[j] * (d[j] - acc)) * r->kappa;
         zero_outside(d, T, s, i);
     }
+}
+
+#if PD_ARCH_X86_64
+/* Whole rows of a T that is a multiple of 8: the weighted sum's products eight at a time, added
+ * in order; then every group at once, the lanes outside the keys written +0.0. */
+PD_TARGET("avx512f") static void softmax_vjp_rows_avx512(const pd_attn_rows *r, const double *w, double *ds) {
+    const size_t T = r->T;
+    if (T % 8 != 0) {
+        softmax_vjp_rows_scalar(r, w, ds);
+        return;
+    }
+    const __m512d vk = _mm512_set1_pd(r->kappa), zero = _mm512_setzero_pd();
+    for (size_t i = r->i0; i < r->i1; i++) {
+        double *d = ds + i * T;
+        const double *p = w + i * T;
+        const size_t s = r->valid[i] ? r->s0[i] : i + 1;
+        double acc = 0.0, t[8];
+        for (size_t g = s / 8; s <= i && g <= i / 8; g++) {
+            _mm512_storeu_pd(t, _mm512_mul_pd(_mm512_loadu_pd(d + 8 * g), _mm512_loadu_pd(p + 8 * g)));
+            const size_t lo = s > 8 * g ? s - 8 * g : 0, hi = i + 1 < 8 * g + 8 ? i + 1 - 8 * g : 8;
+            for (size_t l = lo; l < hi; l++) acc = acc + t[l];
+        }
+        const __m512d va = _mm512_set1_pd(acc);
+        for (size_t g = 0; g < T / 8; g++) {
+            const __mmask8 m = allowed(g, s, i);
+            const __m512d x = _mm512_maskz_mul_pd(m, _mm512_loadu_pd(p + 8 * g), _mm512_sub_pd(_mm512_loadu_pd(d + 8 * g), va));
+            const __m512d c = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, zero, _CMP_EQ_OQ), x, zero);
+            _mm512_storeu_pd(d + 8 * g, _mm512_mul_pd(c, vk));
+        }
+    }
+}
+#endif
+
+void pd_attn_softmax_vjp_rows(const pd_attn_rows *r, const double *w, double *ds) {
+    PD_ISA_PICK(softmax_vjp_rows_scalar, softmax_vjp_rows_scalar, softmax_vjp_rows_avx512,
+                softmax_vjp_rows_scalar)(r, w, ds);
 }
