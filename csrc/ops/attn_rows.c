@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Attention's softmax rows (attn_rows.h): the scalar text row by row, and on the AVX-512 path
- * whole rows of eight-lane groups (T a multiple of 8), the forward with one exp call for the
- * whole block, the entries outside a row's keys computed on +0.0 and written +0.0. Per allowed
+ * whole rows of eight-lane groups (T a multiple of 8), the groups holding a row's keys computed
+ * (lanes outside its keys on +0.0) and every other lane written +0.0. Per allowed
  * entry both do the same operations; the sequential sums (the tail, the VJP's weighted sum)
  * stay one add at a time in order. */
 #include <math.h>
@@ -103,15 +103,25 @@ PD_TARGET("avx512f") static double row_max(const double *p, size_t n, __m512d ch
     return mx;
 }
 
-/* Row i scaled in place (whole groups; its allowed lanes checked and their max taken), then
- * shifted, the other lanes +0.0. Returns the first maximal column, T + the bad column, or T
- * for a row without allowed keys. */
+/* The groups of row i that hold allowed keys: [*g0, return value), empty when s > i. */
+static size_t live_groups(size_t s, size_t i, size_t *g0) {
+    *g0 = s > i ? 0 : s / 8;
+    return s > i ? 0 : i / 8 + 1;
+}
+
+/* Row i scaled in place (its allowed lanes checked and their max taken), then shifted; every
+ * other lane +0.0. Returns the first maximal column, T + the bad column, or T for a row
+ * without allowed keys. */
 PD_TARGET("avx512f") static size_t scale_shift(double *row, size_t T, size_t s, size_t i, double kappa,
                                                double *bad) {
     const __m512d vk = _mm512_set1_pd(kappa), zero = _mm512_setzero_pd();
     const __m512i em = _mm512_set1_epi64(0x7FF0000000000000LL);
     __m512d chains = _mm512_set1_pd(-INFINITY);
-    for (size_t g = 0; g < T / 8; g++) {
+    size_t g0;
+    const size_t g1 = live_groups(s, i, &g0);
+    for (size_t g = 0; g < T / 8; g++)
+        if (g < g0 || g >= g1) _mm512_storeu_pd(row + 8 * g, zero);
+    for (size_t g = g0; g < g1; g++) {
         const __mmask8 m = allowed(g, s, i);
         const __m512d sc = _mm512_mul_pd(_mm512_loadu_pd(row + 8 * g), vk);
         const __mmask8 nf = _mm512_mask_cmpeq_epi64_mask(m, _mm512_and_si512(_mm512_castpd_si512(sc), em), em);
@@ -124,10 +134,10 @@ PD_TARGET("avx512f") static size_t scale_shift(double *row, size_t T, size_t s, 
         _mm512_storeu_pd(row + 8 * g, _mm512_mask_blend_pd(m, zero, sc));
         chains = _mm512_mask_max_pd(chains, m, sc, chains); /* sc > chain ? sc : chain */
     }
-    if (s > i) return T;
+    if (g1 == 0) return T;
     const __m512d vx = _mm512_set1_pd(row_max(row + s, i + 1 - s, chains));
     size_t first_max = T;
-    for (size_t g = 0; g < T / 8; g++) {
+    for (size_t g = g0; g < g1; g++) {
         const __mmask8 m = allowed(g, s, i);
         const __m512d d = _mm512_maskz_sub_pd(m, _mm512_loadu_pd(row + 8 * g), vx);
         _mm512_storeu_pd(row + 8 * g, d);
@@ -137,19 +147,27 @@ PD_TARGET("avx512f") static size_t scale_shift(double *row, size_t T, size_t s, 
     return first_max;
 }
 
-/* Row i's exps divided by 1 + its tail, canonical, the other lanes +0.0. */
+/* Row i's exps divided by 1 + its tail, canonical, every other lane +0.0. */
 PD_TARGET("avx512f") static void divide_row(double *row, size_t T, size_t s, size_t i, size_t first_max) {
     const __m512d zero = _mm512_setzero_pd();
-    const __m512d den = _mm512_set1_pd(s > i ? 1.0 : 1.0 + row_tail(row + s, i + 1 - s, first_max - s));
+    size_t g0;
+    const size_t g1 = live_groups(s, i, &g0);
+    const __m512d den = _mm512_set1_pd(g1 ? 1.0 + row_tail(row + s, i + 1 - s, first_max - s) : 1.0);
     for (size_t g = 0; g < T / 8; g++) {
-        const __mmask8 m = allowed(g, s, i);
-        const __m512d q = _mm512_maskz_div_pd(m, _mm512_loadu_pd(row + 8 * g), den);
-        _mm512_storeu_pd(row + 8 * g, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(q, zero, _CMP_EQ_OQ), q, zero));
+        __m512d q = zero;
+        if (g >= g0 && g < g1) {
+            q = _mm512_maskz_div_pd(allowed(g, s, i), _mm512_loadu_pd(row + 8 * g), den);
+            q = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(q, zero, _CMP_EQ_OQ), q, zero);
+        }
+        _mm512_storeu_pd(row + 8 * g, q);
     }
 }
 
-/* Whole rows of a T that is a multiple of 8: every row shifted, one exp over the block, every
- * row divided. Up to 64 rows' first maxima are kept on the stack; more go row by row. */
+/* Whole rows of a T that is a multiple of 8: every row shifted, the exps, every row divided.
+ * Short rows take one exp call for the whole block (their other lanes' exp(+0.0) is divided to
+ * +0.0), longer ones one per row over its groups with keys. Up to 64 rows' first maxima are
+ * kept on the stack; more go row by row. */
+#define BLOCK_EXP_T 32
 PD_TARGET("avx512f") static int softmax_rows_avx512(const pd_attn_rows *r, double *w, size_t *bad_at, double *bad) {
     const size_t T = r->T, rows = r->i1 - r->i0;
     if (T % 8 != 0 || rows > 64) return softmax_rows_scalar(r, w, bad_at, bad);
@@ -163,10 +181,14 @@ PD_TARGET("avx512f") static int softmax_rows_avx512(const pd_attn_rows *r, doubl
         }
         first_max[i - r->i0] = fm;
     }
-    double *block = w + r->i0 * T;
-    pd_exp_array(rows * T, block, block); /* the other lanes' exp(+0.0) is divided to +0.0 below */
-    for (size_t i = r->i0; i < r->i1; i++)
-        divide_row(w + i * T, T, r->valid[i] ? r->s0[i] : i + 1, i, first_max[i - r->i0]);
+    if (T <= BLOCK_EXP_T) pd_exp_array(rows * T, w + r->i0 * T, w + r->i0 * T);
+    for (size_t i = r->i0; i < r->i1; i++) {
+        const size_t s = r->valid[i] ? r->s0[i] : i + 1;
+        size_t g0;
+        const size_t g1 = live_groups(s, i, &g0);
+        if (T > BLOCK_EXP_T && g1) pd_exp_array(8 * (g1 - g0), w + i * T + 8 * g0, w + i * T + 8 * g0);
+        divide_row(w + i * T, T, s, i, first_max[i - r->i0]);
+    }
     return 1;
 }
 #endif
@@ -210,11 +232,16 @@ PD_TARGET("avx512f") static void softmax_vjp_rows_avx512(const pd_attn_rows *r, 
             for (size_t l = lo; l < hi; l++) acc = acc + t[l];
         }
         const __m512d va = _mm512_set1_pd(acc);
+        size_t g0;
+        const size_t g1 = live_groups(s, i, &g0);
         for (size_t g = 0; g < T / 8; g++) {
-            const __mmask8 m = allowed(g, s, i);
-            const __m512d x = _mm512_maskz_mul_pd(m, _mm512_loadu_pd(p + 8 * g), _mm512_sub_pd(_mm512_loadu_pd(d + 8 * g), va));
-            const __m512d c = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, zero, _CMP_EQ_OQ), x, zero);
-            _mm512_storeu_pd(d + 8 * g, _mm512_mul_pd(c, vk));
+            __m512d x = zero;
+            if (g >= g0 && g < g1) {
+                const __m512d y = _mm512_sub_pd(_mm512_loadu_pd(d + 8 * g), va);
+                x = _mm512_maskz_mul_pd(allowed(g, s, i), _mm512_loadu_pd(p + 8 * g), y);
+                x = _mm512_mul_pd(_mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, zero, _CMP_EQ_OQ), x, zero), vk);
+            }
+            _mm512_storeu_pd(d + 8 * g, x);
         }
     }
 }
