@@ -30,9 +30,15 @@
 #define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v); M(4, v); M(5, v); M(6, v); M(7, v)
 #define ROWS(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
 /* The k loop, once with plain B loads for whole vectors and once with masked ones: a test of
- * the masks inside the loop costs the loop a few cycles per k. */
+ * the masks inside the loop costs the loop a few cycles per k. Two k per trip schedule better
+ * on the short sums of small products (benchmarks/bench_small_gemm.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define UNROLL2 _Pragma("GCC unroll 2")
+#else
+#define UNROLL2
+#endif
 #define KLOOP(LOADS, STEPS)                                                                      \
-    for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {                               \
+    UNROLL2 for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {                               \
         LOADS;                                                                                   \
         ROWS(BCAST);                                                                             \
         STEPS;                                                                                   \
