@@ -24,6 +24,18 @@ static unsigned long g_age[PD_BUF_SLOTS], g_clock;
 
 static size_t *header(void *raw) { return raw; }
 
+/* Parked blocks no request took back while PD_BUF_SLOTS others were parked are stale: the work
+ * they served has moved on. Freed (under g_mu) on a miss and on a put, so a shape given up
+ * holds no memory for long, while blocks that take turns (the arenas of a loop that builds the
+ * next step's forward before dropping the last one) keep their place. */
+static void release_stale(void) {
+    for (int i = 0; i < PD_BUF_SLOTS; i++)
+        if (g_slot[i] && g_age[i] + PD_BUF_SLOTS < g_clock) {
+            pd_aligned_free(g_slot[i]);
+            g_slot[i] = NULL;
+        }
+}
+
 /* A fork while another thread holds g_mu would leave the child's copy locked forever. */
 static void fork_prepare(void) { pd_mutex_lock(&g_mu); }
 static void fork_release(void) { pd_mutex_unlock(&g_mu); }
@@ -50,11 +62,7 @@ double *pd_buf_get(size_t n, int zero, pd_error *e) {
             raw = g_slot[best];
             g_slot[best] = NULL;
         } else {
-            /* a miss means the working set changed: release the parked blocks before growing */
-            for (int i = 0; i < PD_BUF_SLOTS; i++) {
-                pd_aligned_free(g_slot[i]);
-                g_slot[i] = NULL;
-            }
+            release_stale(); /* a miss may mean the working set changed: drop what it left behind */
         }
         pd_mutex_unlock(&g_mu);
         if (raw && zero) memset((char *)raw + PD_BUF_HEADER, 0, bytes);
@@ -90,6 +98,15 @@ void pd_buf_put(double *p) {
     g_slot[slot] = raw;
     g_cap[slot] = cap;
     g_age[slot] = ++g_clock;
+    release_stale();
     pd_mutex_unlock(&g_mu);
     pd_aligned_free(old);
+}
+
+size_t pd_buf_parked(void) {
+    size_t n = 0;
+    pd_mutex_lock(&g_mu);
+    for (int i = 0; i < PD_BUF_SLOTS; i++) n += g_slot[i] != NULL;
+    pd_mutex_unlock(&g_mu);
+    return n;
 }

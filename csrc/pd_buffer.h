@@ -9,5 +9,7 @@
  * unspecified); give it back with pd_buf_put. NULL with PD_ERR_ALLOC/OVERFLOW in e. */
 double *pd_buf_get(size_t n, int zero, pd_error *e);
 void pd_buf_put(double *p);
+/* How many blocks are parked for reuse now (tests/c/buffer_check.c). */
+size_t pd_buf_parked(void);
 
 #endif

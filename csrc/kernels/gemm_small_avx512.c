@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
- * place through masked loads at the right edge, A broadcast in place. Multiply and add stay
- * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */
+ * place (masked loads only at the right edge: a zero-masked load costs more than a plain one),
+ * A broadcast in place. Multiply and add stay separate (the functions target avx512f,
+ * contraction is off, so no FMA is emitted). */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
@@ -14,17 +15,34 @@
 #define ZERO(r, v) __m512d s##r##v = _mm512_setzero_pd()
 #define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, _mm512_mul_pd(a##r##k, b##v))
 #define BCAST(r) const __m512d a##r##k = _mm512_set1_pd(a##r[ka])
+/* Column vector v of a B row or C row at x: whole when its mask is full. */
+#define LD(v, x) (m##v == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(m##v, x))
 #define OUT(r, v)                                                                                \
     do {                                                                                         \
         if ((r) < rows) {                                                                        \
             double *cr = c + (r) * ldc + 8 * (v);                                                \
             __m512d x = s##r##v;                                                                 \
-            if (acc) x = _mm512_add_pd(_mm512_maskz_loadu_pd(m##v, cr), x); /* C + s */         \
-            _mm512_mask_storeu_pd(cr, m##v, x);                                                  \
+            if (acc) x = _mm512_add_pd(LD(v, cr), x); /* C + s */                               \
+            if (m##v == 0xFF) _mm512_storeu_pd(cr, x);                                           \
+            else _mm512_mask_storeu_pd(cr, m##v, x);                                             \
         }                                                                                        \
     } while (0)
 #define ALL(M, v) M(0, v); M(1, v); M(2, v); M(3, v); M(4, v); M(5, v); M(6, v); M(7, v)
 #define ROWS(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
+/* The k loop, once with plain B loads for whole vectors and once with masked ones: a test of
+ * the masks inside the loop costs the loop a few cycles per k. Two k per trip schedule better
+ * on the short sums of small products (benchmarks/bench_small_gemm.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define UNROLL2 _Pragma("GCC unroll 2")
+#else
+#define UNROLL2
+#endif
+#define KLOOP(LOADS, STEPS)                                                                      \
+    UNROLL2 for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {                               \
+        LOADS;                                                                                   \
+        ROWS(BCAST);                                                                             \
+        STEPS;                                                                                   \
+    }
 
 /* The tile of rows [i, i + rows) and the columns of mask m0 from j. */
 PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t j, size_t rows,
@@ -35,11 +53,8 @@ PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t 
     const int acc = p->acc;
     ROWS(ROWPTR);
     ALL(ZERO, 0);
-    for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
-        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b);
-        ROWS(BCAST);
-        ALL(STEP, 0);
-    }
+    if (m0 == 0xFF) KLOOP(const __m512d b0 = _mm512_loadu_pd(b), ALL(STEP, 0))
+    else KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), ALL(STEP, 0))
     ALL(OUT, 0);
 }
 
@@ -53,12 +68,12 @@ PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t 
     ROWS(ROWPTR);
     ALL(ZERO, 0);
     ALL(ZERO, 1);
-    for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {
-        const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), b1 = _mm512_maskz_loadu_pd(m1, b + 8);
-        ROWS(BCAST);
-        ALL(STEP, 0);
-        ALL(STEP, 1);
-    }
+    if ((m0 & m1) == 0xFF)
+        KLOOP(const __m512d b0 = _mm512_loadu_pd(b); const __m512d b1 = _mm512_loadu_pd(b + 8),
+              ALL(STEP, 0); ALL(STEP, 1))
+    else
+        KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b); const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8),
+              ALL(STEP, 0); ALL(STEP, 1))
     ALL(OUT, 0);
     ALL(OUT, 1);
 }

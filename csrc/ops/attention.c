@@ -9,64 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attention.h"
-#include "canon.h"
+#include "attn_rows.h"
 #include "../kernels/gemm.h"
-#include "../kernels/isa.h"
-#include "../kernels/nonfinite.h"
 #include "../kernels/pool.h"
-#include "../libm/pd_libm.h"
 #include "../pd_buffer.h"
 #include "../pd_nodes.h"
 
 #define RB 64 /* rows (or key columns) per product block */
-
-/* A weight row's element loops, in the widest vectors the products' path allows (isa.h): each
- * element's operations are the same on every path; the sums across a row stay sequential in
- * the callers. */
-/* p = p * kappa; bit 63 set when a scaled score is not finite */
-#define SCALE_LOOP                                                                   \
-    uint64_t any = 0;                                                                \
-    for (size_t j = 0; j < n; j++) {                                                 \
-        const double sc = p[j] * kappa;                                              \
-        p[j] = sc;                                                                   \
-        any |= pd_nonfinite_bit(sc);                                                 \
-    }                                                                                \
-    return any
-/* p = p - mx; the first index whose shift is zero (n when none), as a minimum of indices */
-#define SHIFT_LOOP                                                                   \
-    size_t fm = n;                                                                   \
-    for (size_t j = 0; j < n; j++) {                                                 \
-        const double d = p[j] - mx;                                                  \
-        const size_t at = d == 0.0 ? j : n;                                          \
-        p[j] = d;                                                                    \
-        fm = at < fm ? at : fm;                                                      \
-    }                                                                                \
-    return fm
-#define DIV_LOOP for (size_t j = 0; j < n; j++) p[j] = pd_canon(p[j] / den)
-/* the softmax VJP's element step: canon(p * (ds - wsum)) * kappa */
-#define VJP_LOOP for (size_t j = 0; j < n; j++) ds[j] = pd_canon(p[j] * (ds[j] - wsum)) * kappa
-
-typedef struct {
-    uint64_t (*scale)(double *p, size_t n, double kappa);
-    size_t (*shift)(double *p, size_t n, double mx);
-    void (*divide)(double *p, size_t n, double den);
-    void (*vjp)(double *ds, const double *p, size_t n, double wsum, double kappa);
-} row_loops;
-
-#define ROW_LOOPS(suffix, target)                                                                     \
-    target static uint64_t scale##suffix(double *p, size_t n, double kappa) { SCALE_LOOP; }          \
-    target static size_t shift##suffix(double *p, size_t n, double mx) { SHIFT_LOOP; }               \
-    target static void divide##suffix(double *p, size_t n, double den) { DIV_LOOP; }                  \
-    target static void vjp##suffix(double *ds, const double *p, size_t n, double wsum, double kappa) { \
-        VJP_LOOP;                                                                                     \
-    }                                                                                                 \
-    static const row_loops loops##suffix = {scale##suffix, shift##suffix, divide##suffix, vjp##suffix};
-
-PD_ISA_VARIANTS(ROW_LOOPS)
-
-static const row_loops *current_loops(void) {
-    return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512, &loops_neon);
-}
 
 typedef struct {
     const pd_attn_geom *a;
@@ -90,7 +39,6 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
     attn_ctx *c = vctx;
     const pd_attn_geom *a = c->a;
     const size_t T = a->T, D = a->D, grp = a->H / a->KV;
-    const row_loops *L = current_loops();
     for (size_t lane = begin; lane < end; lane++) {
         const size_t b = lane / a->H, h = lane % a->H;
         const size_t kvl = b * a->KV + h / grp;
@@ -100,34 +48,14 @@ static void forward_lanes(void *vctx, size_t begin, size_t end) {
             const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
             /* raw scores of the reachable keys, straight into the weight rows */
             if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, q + i0 * D, D, k + jlo * D, D, pm + i0 * T + jlo, T, 0);
-            for (size_t i = i0; i < i1; i++) {
-                double *p = pm + i * T;
-                if (!a->valid[b * T + i]) {
-                    memset(p, 0, T * sizeof(double));
-                    continue;
-                }
-                const size_t s0 = a->seg_start[b * T + i], n = i + 1 - s0;
-                double *r = p + s0;
-                if (L->scale(r, n, c->kappa) >> 63) { /* multiply by 1/sqrt(D), not divide */
-                    size_t j = 0;
-                    while (isfinite(r[j])) j++; /* the first that is not, as the serial loop stops */
-                    c->failed = 1;
-                    c->fail_index = (lane * T + i) * T + s0 + j;
-                    c->fail_value = r[j];
-                    return;
-                }
-                double mx = -INFINITY;
-                for (size_t j = 0; j < n; j++)
-                    if (r[j] > mx) mx = r[j];
-                /* first maximal entry: its exp is the literal 1, not in tail */
-                const size_t first_max = L->shift(r, n, mx);
-                pd_exp_array(n, r, r); /* the same exp(x - mx) the normalisation divides */
-                double tail = 0.0;
-                for (size_t j = 0; j < n; j++)
-                    if (j != first_max) tail = tail + r[j];
-                L->divide(r, n, 1.0 + tail);
-                memset(p, 0, s0 * sizeof(double));
-                memset(p + i + 1, 0, (T - i - 1) * sizeof(double));
+            const pd_attn_rows rows = {T, i0, i1, a->valid + b * T, a->seg_start + b * T, c->kappa};
+            size_t at = 0;
+            double bad = 0.0;
+            if (!pd_attn_softmax_rows(&rows, pm, &at, &bad)) {
+                c->failed = 1;
+                c->fail_index = lane * T * T + at;
+                c->fail_value = bad;
+                return;
             }
             /* o[i,d] = sum over j ascending from +0.0 of p[j]*v[j,d]; masked p are +0.0 */
             if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, pm + i0 * T + jlo, T, v + jlo * D, D, o + i0 * D, D, 0);
@@ -157,7 +85,6 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
     attn_ctx *c = vctx;
     const pd_attn_geom *a = c->a;
     const size_t T = a->T, D = a->D, grp = a->H / a->KV;
-    const row_loops *L = current_loops();
     double *ds = pd_buf_get(T * T, 0, NULL); /* one lane's score gradients */
     if (!ds) {
         c->failed = 1;
@@ -176,20 +103,8 @@ static void backward_kv_lanes(void *vctx, size_t begin, size_t end) {
                 const size_t i1 = T - i0 < RB ? T : i0 + RB, jlo = block_first_key(a, b, i0, i1);
                 /* dPm for the reachable keys, kept in ds until the softmax VJP replaces it */
                 if (jlo < i1) pd_mm_nt(i1 - i0, D, i1 - jlo, dO + i0 * D, D, v + jlo * D, D, ds + i0 * T + jlo, T, 0);
-                for (size_t i = i0; i < i1; i++) {
-                    double *dsr = ds + i * T;
-                    if (!a->valid[b * T + i]) {
-                        memset(dsr, 0, T * sizeof(double));
-                        continue;
-                    }
-                    const size_t s0 = a->seg_start[b * T + i];
-                    const double *p = pm + i * T;
-                    double wsum = 0.0;
-                    for (size_t j = s0; j <= i; j++) wsum = wsum + dsr[j] * p[j];
-                    L->vjp(dsr + s0, p + s0, i + 1 - s0, wsum, c->kappa);
-                    memset(dsr, 0, s0 * sizeof(double));
-                    memset(dsr + i + 1, 0, (T - i - 1) * sizeof(double));
-                }
+                const pd_attn_rows rows = {T, i0, i1, a->valid + b * T, a->seg_start + b * T, c->kappa};
+                pd_attn_softmax_vjp_rows(&rows, pm, ds);
                 /* dq[i,d] = sum over keys ascending of ds[i,j]*k[j,d] */
                 if (jlo < i1) pd_mm_nn(i1 - i0, i1 - jlo, D, ds + i0 * T + jlo, T, k + jlo * D, D, dq + i0 * D, D, 0);
                 else memset(dq + i0 * D, 0, (i1 - i0) * D * sizeof(double));

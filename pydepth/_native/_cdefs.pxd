@@ -61,6 +61,15 @@ cdef extern from "kernels/gemm.h":
     const char *pd_kernel_path() nogil
     int pd_force_kernel_path(const char *name) nogil
 
+cdef extern from "ops/attn_rows.h":
+    ctypedef struct pd_attn_rows:
+        size_t T, i0, i1
+        const uint8_t *valid
+        const size_t *s0
+        double kappa
+    int pd_attn_softmax_rows(const pd_attn_rows *r, double *w, size_t *bad_at, double *bad) nogil
+    void pd_attn_softmax_vjp_rows(const pd_attn_rows *r, const double *w, double *ds) nogil
+
 cdef extern from "kernels/pool.h":
     void pd_set_num_threads(int n) nogil
     int pd_get_num_threads() nogil
