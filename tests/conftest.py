@@ -140,6 +140,28 @@ def pytest_configure(config):
     np.seterr(all="raise")
 
 
+#: every product path's name (``PYDEPTH_KERNEL_PATH``), in the order the path tests run them
+KERNEL_PATH_NAMES = ("baseline", "avx2", "avx512", "neon")
+
+
+def kernel_paths():
+    """The product paths this CPU runs, in ``KERNEL_PATH_NAMES`` order; the current one restored."""
+    from pydepth._native import _runtime
+    old = _runtime.kernel_path()
+    out = [p for p in KERNEL_PATH_NAMES if _runtime.force_kernel_path(p)]
+    _runtime.force_kernel_path(old)
+    return out
+
+
+@pytest.fixture
+def kernel_path_restored():
+    """Restores the dispatch path a test changes."""
+    from pydepth._native import _runtime
+    path = _runtime.kernel_path()
+    yield
+    assert _runtime.force_kernel_path(path)
+
+
 def load_helper(filename):
     """A helper module of tests/ (``torch_models.py``, ``jax_models.py``) loaded by path once:
     import-mode=importlib does not put tests/ on sys.path."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pydepth
-from conftest import need_extra
+from conftest import kernel_paths, need_extra
 from pydepth import (DecoderConfig, DecoderModel, SplitMix64)
 
 def _aliased_model():
@@ -53,13 +53,6 @@ def test_swapping_two_values_through_an_alias_is_caught():
 _STEP, _MUL = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 
 
-def _kernel_paths():
-    from pydepth._native import _runtime
-    old = _runtime.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(old)
-    return out
-
 def _checksum_by_definition(values):
     """sum over i of (bits_i ^ i * STEP) * MUL, mod 2^64 (csrc/pd_checksum.c)."""
     with np.errstate(over="ignore"):
@@ -75,7 +68,7 @@ def test_the_alias_checksum_is_one_sum_on_every_kernel_path():
         want ^= _checksum_by_definition(p.value)
     old = _runtime.kernel_path()
     try:
-        for path in _kernel_paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             assert model._core.checksum_all() == want, path
     finally:
@@ -86,7 +79,7 @@ def test_one_flipped_bit_anywhere_is_caught_on_every_kernel_path():
     from pydepth._native import _runtime
     old = _runtime.kernel_path()
     try:
-        for path in _kernel_paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             for index in (0, 5, 8, 11):  # vector lanes and the scalar tail of a 12-value gain
                 for bit in (0, 31, 32, 52, 63):
@@ -134,7 +127,7 @@ def test_one_flipped_bit_in_the_last_value_of_a_packed_weight_is_caught_on_every
     old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
     try:
         pydepth.set_num_threads(threads)
-        for path in _kernel_paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             for name in _WEIGHTS:
                 model = DecoderModel(cfg, SplitMix64(7))
@@ -154,7 +147,6 @@ def test_one_flipped_bit_in_the_last_value_of_a_packed_weight_is_caught_on_every
         pydepth.set_num_threads(old_threads)
 
 
-
 @pytest.mark.parametrize("shape", sorted(_GATHER_SHAPES))
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("keep", ["all", "training"])
@@ -168,7 +160,7 @@ def test_a_recorded_forward_keeps_each_parameters_checksum_by_definition_on_ever
     old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
     try:
         pydepth.set_num_threads(threads)
-        for path in _kernel_paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             assert model.forward(tokens, keep=keep)._graph.recorded_checksums() == want, path
     finally:

@@ -11,27 +11,12 @@ import numpy as np
 import pytest
 
 from pydepth._native import _elementary, _runtime, _testing
-from conftest import bits
+from conftest import bits, kernel_paths
 
 
-def available_paths():
-    default = _runtime.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(default)
-    return out
-
-
-PATHS = available_paths()
+PATHS = kernel_paths()
 EXTENTS = [*range(1, 18), 24, 31, 32, 33, 64]  # multiples of 8 take the AVX-512 block path
 KAPPA = 1.0 / math.sqrt(8.0)
-
-
-@pytest.fixture
-def path_restored():
-    """Restores the dispatch path a test changes."""
-    path = _runtime.kernel_path()
-    yield
-    assert _runtime.force_kernel_path(path)
 
 
 def canon(v: float) -> float:
@@ -99,7 +84,7 @@ def vjp_reference(p, ds, valid, s0):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_softmax_rows_give_the_scalar_texts_bits_at_every_extent(path_restored, path):
+def test_softmax_rows_give_the_scalar_texts_bits_at_every_extent(kernel_path_restored, path):
     assert _runtime.force_kernel_path(path)
     rng = np.random.default_rng(sum(map(ord, path)))
     for T in EXTENTS:
@@ -112,7 +97,7 @@ def test_softmax_rows_give_the_scalar_texts_bits_at_every_extent(path_restored, 
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_softmax_vjp_rows_give_the_scalar_texts_bits_at_every_extent(path_restored, path):
+def test_softmax_vjp_rows_give_the_scalar_texts_bits_at_every_extent(kernel_path_restored, path):
     assert _runtime.force_kernel_path(path)
     rng = np.random.default_rng(sum(map(ord, path)) + 1)
     for T in EXTENTS:
@@ -126,7 +111,7 @@ def test_softmax_vjp_rows_give_the_scalar_texts_bits_at_every_extent(path_restor
 
 
 @pytest.mark.parametrize("T", [13, 16])
-def test_the_first_non_finite_score_in_row_order_is_named_on_every_path(path_restored, T):
+def test_the_first_non_finite_score_in_row_order_is_named_on_every_path(kernel_path_restored, T):
     """Non-finite scores outside a row's keys are never read; the first one inside is named."""
     valid, s0 = np.ones(T, np.uint8), np.zeros(T, np.uintp)
     s0[6:] = 4  # rows 6.. attend to keys 4..i

@@ -8,6 +8,7 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
+from conftest import kernel_paths
 
 # products above the unpacked threshold, edges on every side: W 72, F 200, N 70; the head's
 # embedding gradient in two row blocks, the second partial (896 + 104 rows)
@@ -19,20 +20,12 @@ def _ids(seed):
     return rng.integers(0, CFG.vocabulary_size, (1, 70)), rng.integers(0, CFG.vocabulary_size, (1, 70))
 
 
-def _kernel_paths():
-    from pydepth._native import _runtime
-    old = _runtime.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(old)
-    return out
-
-
 def _each_path_and_thread_count():
     """(path, threads) for every supported path at 1 and 2 threads, restoring both after."""
     from pydepth._native import _runtime
     old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
     try:
-        for path in _kernel_paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             for threads in (1, 2):
                 pydepth.set_num_threads(threads)

@@ -15,23 +15,16 @@ import pytest
 
 import pydepth as pd
 from pydepth._native import _runtime, _testing
-from conftest import bits, native_binaries
+from conftest import KERNEL_PATH_NAMES, bits, kernel_paths, native_binaries
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-PATHS = ("baseline", "avx2", "avx512", "neon")
+PATHS = KERNEL_PATH_NAMES
 REFERENCE = Path(__file__).parent / "reference" / "trace-public.json"
 
 
-def available_paths():
-    default = _runtime.kernel_path()
-    out = [p for p in PATHS if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(default)
-    return out
-
-
-AVAILABLE = available_paths()
+AVAILABLE = kernel_paths()
 
 
 @pytest.fixture

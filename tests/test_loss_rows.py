@@ -11,16 +11,7 @@ import pytest
 
 import pydepth as pd
 from pydepth._native import _runtime
-from conftest import bits, reference_impl
-
-
-
-
-def _paths():
-    old = _runtime.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(old)
-    return out
+from conftest import bits, kernel_paths, reference_impl
 
 
 @pytest.mark.parametrize("batch,tokens", [(1, 1), (1, 3), (1, 4), (1, 5), (2, 7), (3, 3)])
@@ -41,7 +32,7 @@ def test_tied_maximal_logits_match_the_reference_on_every_path(batch, tokens):
     targets = rng.integers(0, 37, size=(batch, tokens))
     old = _runtime.kernel_path()
     try:
-        for path in _paths():
+        for path in kernel_paths():
             assert _runtime.force_kernel_path(path)
             fwd = model.forward(ids)
             logits = np.array(fwd.logits.value)

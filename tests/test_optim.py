@@ -9,7 +9,7 @@ import pytest
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
 from pydepth.optim import SGD, AdamW, WarmupCosine, warmup_cosine
-from conftest import load_helper, need_extra
+from conftest import kernel_paths, load_helper, need_extra
 
 _contract = load_helper("optim_contract.py")
 adamw_contract = _contract.adamw_contract
@@ -121,8 +121,7 @@ def test_parameters_agree_with_torch_optim_foreach_false_within_1e_13_after_10_s
 def test_training_is_bit_identical_for_every_thread_count_and_kernel_path():
     cfg = DecoderConfig(512, 32, 2, 64, 1, 8)  # the embedding spans several update chunks
     before, path = pydepth.get_num_threads(), pydepth._native._runtime.kernel_path()
-    paths = [p for p in ("baseline", "avx2", "avx512", "neon") if pydepth._native._runtime.force_kernel_path(p)]
-    pydepth._native._runtime.force_kernel_path(path)
+    paths = kernel_paths()
     results = []
     try:
         for n, p in [(1, path), (2, path), (3, path)] + [(2, p) for p in paths]:

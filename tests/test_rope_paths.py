@@ -11,26 +11,11 @@ import pytest
 
 import pydepth as pd
 from pydepth._native import _elementary, _runtime
-from conftest import bits
+from conftest import bits, kernel_paths
 
 
-def available_paths():
-    default = _runtime.kernel_path()
-    out = [p for p in ("baseline", "avx2", "avx512", "neon") if _runtime.force_kernel_path(p)]
-    _runtime.force_kernel_path(default)
-    return out
-
-
-PATHS = available_paths()
+PATHS = kernel_paths()
 WIDTHS = [4, 6, 8, 12, 16, 24]  # head widths D
-
-
-@pytest.fixture
-def path_restored():
-    """Restores the dispatch path a test changes."""
-    path = _runtime.kernel_path()
-    yield
-    assert _runtime.force_kernel_path(path)
 
 
 def canon(v: float) -> float:
@@ -74,7 +59,7 @@ def run(D):
 
 
 @pytest.mark.parametrize("D", WIDTHS)
-def test_rotations_and_their_adjoints_are_the_texts_bits_on_every_path(path_restored, D):
+def test_rotations_and_their_adjoints_are_the_texts_bits_on_every_path(kernel_path_restored, D):
     results = []
     for path in PATHS:
         assert _runtime.force_kernel_path(path)
