@@ -69,59 +69,41 @@ PD_TARGET("avx2") static uint64_t mix_rows_avx2(const double *x, size_t off, siz
     return lane[0] + lane[1] + lane[2] + lane[3] + tail;
 }
 
-PD_TARGET("avx512f") static uint64_t mix_rows_avx512(const double *x, size_t off, size_t rows, size_t rs,
-                                                     size_t cols) {
-    const __m512i clo = _mm512_set1_epi64((long long)(MUL & 0xFFFFFFFFu));
-    const __m512i chi = _mm512_set1_epi64((long long)(MUL >> 32));
-    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
-    const __m512i lanes = _mm512_set_epi64((long long)(7 * STEP), (long long)(6 * STEP), (long long)(5 * STEP),
-                                           (long long)(4 * STEP), (long long)(3 * STEP), (long long)(2 * STEP),
-                                           (long long)STEP, 0);
-    const size_t full = cols / 8 * 8;
-    __m512i acc = _mm512_setzero_si512();
-    uint64_t tail = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const size_t o = off + r * rs;
-        __m512i key = _mm512_add_epi64(_mm512_set1_epi64((long long)((uint64_t)o * STEP)), lanes);
-        for (size_t j = 0; j < full; j += 8, key = _mm512_add_epi64(key, step)) {
-            const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + o + j)), key);
-            acc = _mm512_add_epi64(acc, MUL64(v, __m512i, _mm512_mul_epu32, _mm512_srli_epi64,
-                                              _mm512_slli_epi64, _mm512_add_epi64));
-        }
-        if (full < cols) tail += mix_sum(x, o + full, o + cols);
+/* The AVX-512 loop around its lane multiply: MUL64 on AVX-512F, one instruction where the CPU
+ * multiplies 64-bit lanes (AVX512DQ: the low 64 bits of the product are the emulation's, so the
+ * sum is too). */
+#define MIX_ROWS_512(NAME, ISA, LANE_MUL)                                                                \
+    PD_TARGET(ISA) static uint64_t NAME(const double *x, size_t off, size_t rows, size_t rs, size_t cols) { \
+        const __m512i clo = _mm512_set1_epi64((long long)(MUL & 0xFFFFFFFFu));                          \
+        const __m512i chi = _mm512_set1_epi64((long long)(MUL >> 32));                                  \
+        const __m512i mul = _mm512_set1_epi64((long long)MUL);                                          \
+        const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));                                  \
+        const __m512i lanes = _mm512_set_epi64((long long)(7 * STEP), (long long)(6 * STEP),            \
+                                               (long long)(5 * STEP), (long long)(4 * STEP),            \
+                                               (long long)(3 * STEP), (long long)(2 * STEP),            \
+                                               (long long)STEP, 0);                                      \
+        const size_t full = cols / 8 * 8;                                                                \
+        __m512i acc = _mm512_setzero_si512();                                                            \
+        uint64_t tail = 0;                                                                               \
+        (void)clo, (void)chi, (void)mul;                                                                 \
+        for (size_t r = 0; r < rows; r++) {                                                              \
+            const size_t o = off + r * rs;                                                               \
+            __m512i key = _mm512_add_epi64(_mm512_set1_epi64((long long)((uint64_t)o * STEP)), lanes);   \
+            for (size_t j = 0; j < full; j += 8, key = _mm512_add_epi64(key, step)) {                    \
+                const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + o + j)), key);  \
+                acc = _mm512_add_epi64(acc, LANE_MUL);                                                   \
+            }                                                                                            \
+            if (full < cols) tail += mix_sum(x, o + full, o + cols);                                     \
+        }                                                                                                \
+        uint64_t lane[8], s = tail;                                                                      \
+        _mm512_storeu_si512((void *)lane, acc);                                                          \
+        for (int l = 0; l < 8; l++) s += lane[l];                                                        \
+        return s;                                                                                        \
     }
-    uint64_t lane[8], s = tail;
-    _mm512_storeu_si512((void *)lane, acc);
-    for (int l = 0; l < 8; l++) s += lane[l];
-    return s;
-}
 
-/* The same lanes where the CPU multiplies 64-bit lanes in one instruction (AVX512DQ): the low
- * 64 bits of the product are the emulation's, so the sum is too. */
-PD_TARGET("avx512f,avx512dq") static uint64_t mix_rows_avx512dq(const double *x, size_t off, size_t rows,
-                                                                size_t rs, size_t cols) {
-    const __m512i mul = _mm512_set1_epi64((long long)MUL);
-    const __m512i step = _mm512_set1_epi64((long long)(8 * STEP));
-    const __m512i lanes = _mm512_set_epi64((long long)(7 * STEP), (long long)(6 * STEP), (long long)(5 * STEP),
-                                           (long long)(4 * STEP), (long long)(3 * STEP), (long long)(2 * STEP),
-                                           (long long)STEP, 0);
-    const size_t full = cols / 8 * 8;
-    __m512i acc = _mm512_setzero_si512();
-    uint64_t tail = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const size_t o = off + r * rs;
-        __m512i key = _mm512_add_epi64(_mm512_set1_epi64((long long)((uint64_t)o * STEP)), lanes);
-        for (size_t j = 0; j < full; j += 8, key = _mm512_add_epi64(key, step)) {
-            const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + o + j)), key);
-            acc = _mm512_add_epi64(acc, _mm512_mullo_epi64(v, mul));
-        }
-        if (full < cols) tail += mix_sum(x, o + full, o + cols);
-    }
-    uint64_t lane[8], s = tail;
-    _mm512_storeu_si512((void *)lane, acc);
-    for (int l = 0; l < 8; l++) s += lane[l];
-    return s;
-}
+MIX_ROWS_512(mix_rows_avx512, "avx512f",
+             MUL64(v, __m512i, _mm512_mul_epu32, _mm512_srli_epi64, _mm512_slli_epi64, _mm512_add_epi64))
+MIX_ROWS_512(mix_rows_avx512dq, "avx512f,avx512dq", _mm512_mullo_epi64(v, mul))
 
 /* The AVX-512 path's loop: one CPUID read, kept (a CPUID can cost a VM exit). */
 static pd_atomic_int g_dq; /* 0 unknown, 1 without AVX512DQ, 2 with it */
