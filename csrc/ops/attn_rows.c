@@ -8,6 +8,7 @@
 #include <string.h>
 #include "attn_rows.h"
 #include "canon.h"
+#include "softmax_steps.h"
 #include "../kernels/isa.h"
 #include "../kernels/nonfinite.h"
 #include "../libm/pd_libm.h"
@@ -36,17 +37,6 @@ static double row_tail(const double *p, size_t n, size_t first_max) {
         any |= pd_nonfinite_bit(sc);                                                 \
     }                                                                                \
     return any
-/* p = p - mx; the first index whose shift is zero (n when none), as a minimum of indices */
-#define SHIFT_LOOP                                                                   \
-    size_t fm = n;                                                                   \
-    for (size_t j = 0; j < n; j++) {                                                 \
-        const double d = p[j] - mx;                                                  \
-        const size_t at = d == 0.0 ? j : n;                                          \
-        p[j] = d;                                                                    \
-        fm = at < fm ? at : fm;                                                      \
-    }                                                                                \
-    return fm
-#define DIV_LOOP for (size_t j = 0; j < n; j++) p[j] = pd_canon(p[j] / den)
 /* the softmax VJP's element step: canon(p * (ds - wsum)) * kappa */
 #define VJP_LOOP for (size_t j = 0; j < n; j++) ds[j] = pd_canon(p[j] * (ds[j] - wsum)) * kappa
 
@@ -59,8 +49,8 @@ typedef struct {
 
 #define ROW_LOOPS(suffix, target)                                                                     \
     target static uint64_t scale##suffix(double *p, size_t n, double kappa) { SCALE_LOOP; }          \
-    target static size_t shift##suffix(double *p, size_t n, double mx) { SHIFT_LOOP; }               \
-    target static void divide##suffix(double *p, size_t n, double den) { DIV_LOOP; }                  \
+    target static size_t shift##suffix(double *p, size_t n, double mx) { PD_SHIFT_BODY(p, p, n, mx); } \
+    target static void divide##suffix(double *p, size_t n, double den) { PD_DIVIDE_BODY(p, n, den); }  \
     target static void vjp##suffix(double *ds, const double *p, size_t n, double wsum, double kappa) { \
         VJP_LOOP;                                                                                     \
     }                                                                                                 \

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "loss.h"
 #include "canon.h"
+#include "softmax_steps.h"
 #include "../pd_nodes.h"
 #include "../pd_tensor.h"
 #include "../kernels/isa.h"
@@ -106,19 +107,6 @@ static size_t chains_neon(const double *x, size_t V, double *m, uint64_t *any) {
     return cl;
 }
 #endif
-/* p = x - mx; returns the first index whose shift is zero (V when none), as a minimum of
- * indices so the loop has no exit */
-#define SHIFT_LOOP                                                                  \
-    size_t fm = V;                                                                  \
-    for (size_t cl = 0; cl < V; cl++) {                                             \
-        const double d = x[cl] - mx;                                                \
-        const size_t at = d == 0.0 ? cl : V;                                        \
-        p[cl] = d;                                                                  \
-        fm = at < fm ? at : fm;                                                     \
-    }                                                                               \
-    return fm
-/* p = canon(p / den) */
-#define DIV_LOOP for (size_t cl = 0; cl < V; cl++) p[cl] = pd_canon(p[cl] / den)
 /* d = canon(p * scale); d may be p */
 #define SCALE_LOOP for (size_t cl = 0; cl < V; cl++) d[cl] = pd_canon(p[cl] * scale)
 
@@ -136,9 +124,9 @@ typedef struct {
         MAX_LOOP(chains##suffix);                                                                 \
     }                                                                                             \
     target static size_t row_shift##suffix(const double *x, size_t V, double mx, double *p) {    \
-        SHIFT_LOOP;                                                                               \
+        PD_SHIFT_BODY(x, p, V, mx);                                                               \
     }                                                                                             \
-    target static void row_divide##suffix(double *p, size_t V, double den) { DIV_LOOP; }         \
+    target static void row_divide##suffix(double *p, size_t V, double den) { PD_DIVIDE_BODY(p, V, den); } \
     target static void row_scale##suffix(const double *p, size_t V, double scale, double *d) {   \
         SCALE_LOOP;                                                                               \
     }                                                                                             \
