@@ -71,6 +71,14 @@ def numpy_blas_info(np):
     return "unknown"
 
 
+def operands(rng, kind, m, k, n):
+    """A, B and an output C of one product of SHAPES' kind ("nn", "nt", "tn") and sizes."""
+    import numpy as np
+    a = rng.standard_normal((k, m) if kind == "tn" else (m, k))
+    b = rng.standard_normal((n, k) if kind == "nt" else (k, n))
+    return a, b, np.empty((m, n))
+
+
 def run_kernels(threads, repeat):
     import numpy as np
     import pydepth
@@ -86,9 +94,7 @@ def run_kernels(threads, repeat):
     rng = np.random.default_rng(0)
     rows = []
     for label, kind, m, k, n in SHAPES:
-        a = rng.standard_normal((k, m) if kind == "tn" else (m, k))
-        b = rng.standard_normal((n, k) if kind == "nt" else (k, n))
-        c = np.empty((m, n))
+        a, b, c = operands(rng, kind, m, k, n)
         if kind == "nn":
             npf = lambda a=a, b=b: a @ b  # noqa: E731
         elif kind == "nt":

@@ -68,16 +68,14 @@ def product_rates(repeat: int = 7) -> List[Tuple[str, float]]:
     """The installed pydepth's products of bench_kernels.SHAPES at 1 thread: (label, GFLOP/s)."""
     import numpy as np
     import pydepth
-    from bench_kernels import SHAPES
+    from bench_kernels import SHAPES, operands
     from pydepth._native import _testing
 
     pydepth.set_num_threads(1)
     rng = np.random.default_rng(0)
     out = []
     for label, kind, m, k, n in SHAPES:
-        a = rng.standard_normal((k, m) if kind == "tn" else (m, k))
-        b = rng.standard_normal((n, k) if kind == "nt" else (k, n))
-        c = np.empty((m, n))
+        a, b, c = operands(rng, kind, m, k, n)
         _testing.matmul(kind, a, b, c, False)
         best = float("inf")
         for _ in range(repeat):

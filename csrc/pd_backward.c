@@ -22,7 +22,6 @@
 #include "ops/swiglu.h"
 #include "kernels/nonfinite.h"
 
-#define PD_HEAD_BLOCK 65536 /* elements of dE_head per block committed while in cache */
 
 /* The (block, kind) values whose completed adjoints the caller asked for. */
 typedef struct {

@@ -18,7 +18,6 @@
 #include "ops/rope.h"
 #include "ops/swiglu.h"
 
-#define PD_HEAD_BLOCK 65536   /* logits per block of the head product scanned while in cache */
 #define PD_HEAD_MIN_COLS 256  /* fewer columns would make the blocks' products too thin */
 
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,

@@ -71,9 +71,7 @@ static void check_params_task(void *vctx, size_t begin, size_t end) {
 
 void pd_grad_txn_settle(pd_grad_txn *t, const pd_model *m, size_t i) {
     if (!pd_grad_txn_settles(t, i) || t->settled[i]) return;
-    grad_ctx gc = {m->params[i]->grad, t->grad[i], pd_grad_loops_current(), 1, 0};
-    each_chunk(m->params[i]->size, grad_check_task, &gc);
-    pd_grad_txn_mark(t, i, gc.bad);
+    pd_grad_txn_mark(t, i, pd_grad_txn_settle_range(t, i, 0, m->params[i]->size)); /* the whole range */
 }
 
 int pd_grad_txn_settles(const pd_grad_txn *t, size_t i) { return t->eager && t->direct[i]; }

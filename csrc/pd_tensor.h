@@ -35,6 +35,11 @@ int pd_can_allocate(size_t n);
 
 /* True when every element is finite; *where receives the first offending index. */
 int pd_all_finite(const double *x, size_t n, size_t *where);
+/* Doubles of the tied head handled while in cache (about half a megabyte): the forward's logits
+ * blocks, scanned as they are made, and the reverse pass's embedding-gradient blocks, committed
+ * as they are made. */
+#define PD_HEAD_BLOCK 65536
+
 /* True when every element of the rows x cols block at x (rows ld apart) is finite. */
 int pd_block_finite(const double *x, size_t rows, size_t ld, size_t cols);
 /* PD_OK, or PD_ERR_NONFINITE naming the first non-finite element of the value (block, node). */
