@@ -67,6 +67,42 @@ typedef struct {
     int failed;
 } rms_ctx;
 
+/* Rows summed side by side: each row's sum is one chain of dependent adds, so a single row
+ * leaves the adder waiting on its own latency. */
+#define RMS_GROUP 8
+
+/* s[j] = the left-to-right sum over w of f(row j) for the n rows at x, their chains interleaved;
+ * each row's own order is the serial one. */
+#define GROUP_LOOP(N, TERM)                                                          \
+    for (size_t j = 0; j < (N); j++) s[j] = 0.0;                                     \
+    for (size_t w = 0; w < W; w++)                                                   \
+        for (size_t j = 0; j < (N); j++) s[j] = s[j] + (TERM)
+/* a whole group with a constant count, so its chains unroll into registers */
+#define GROUP_SUMS(TERM)                                                             \
+    if (n == RMS_GROUP) {                                                            \
+        GROUP_LOOP(RMS_GROUP, TERM);                                                 \
+    } else {                                                                         \
+        GROUP_LOOP(n, TERM);                                                         \
+    }
+
+static void square_sums(const double *x, size_t W, size_t n, double *s) {
+    GROUP_SUMS(x[j * W + w] * x[j * W + w]);
+}
+
+/* The inverse roots r = exp(log(m + eps) * -0.5) of a group, one array exp for all of it
+ * (pd_exp_array gives pd_exp's bits); rows whose m or z fails get 0.0, never read. */
+static void group_roots(const double *s, size_t n, double dw, double eps, double *ms, double *zz,
+                        double *lg, double *rr) {
+    double y[RMS_GROUP];
+    for (size_t j = 0; j < n; j++) {
+        ms[j] = s[j] / dw; /* a division by W, not a reciprocal multiply */
+        zz[j] = ms[j] + eps;
+        lg[j] = isfinite(ms[j]) && zz[j] != 0.0 ? pd_log(zz[j]) : 0.0;
+        y[j] = lg[j] * -0.5;
+    }
+    pd_exp_array(n, y, rr);
+}
+
 /* Rows [r0, r1) of the forward; stops at the first failing row like the serial loop. */
 static pd_status rms_rows(const rms_ctx *c, size_t r0, size_t r1, pd_error *e) {
     const size_t W = c->geom->W;
@@ -75,31 +111,30 @@ static pd_status rms_rows(const rms_ctx *c, size_t r0, size_t r1, pd_error *e) {
     const pd_norm_rec *rec = c->rec;
     const int block = c->block, node = c->node;
     const row_loops *L = current_loops();
-    for (size_t row = r0; row < r1; row++) {
-        const double *xr = x + row * W;
-        double *nr = rec->normalized + row * W, *orow = rec->out + row * W;
-        if (valid && !valid[row]) {
-            rec->mean_square[row] = rec->shifted[row] = rec->inverse_rms[row] = 0.0;
-            for (size_t w = 0; w < W; w++) nr[w] = orow[w] = 0.0;
-            continue;
+    double s[RMS_GROUP], ms[RMS_GROUP], zz[RMS_GROUP], lg[RMS_GROUP], rr[RMS_GROUP];
+    for (size_t r = r0; r < r1; r += RMS_GROUP) {
+        const size_t n = r1 - r < RMS_GROUP ? r1 - r : RMS_GROUP;
+        square_sums(x + r * W, W, n, s);
+        group_roots(s, n, dw, eps, ms, zz, lg, rr);
+        for (size_t j = 0, row = r; j < n; j++, row++) {
+            const double *xr = x + row * W;
+            double *nr = rec->normalized + row * W, *orow = rec->out + row * W;
+            if (valid && !valid[row]) {
+                rec->mean_square[row] = rec->shifted[row] = rec->inverse_rms[row] = 0.0;
+                for (size_t w = 0; w < W; w++) nr[w] = orow[w] = 0.0;
+                continue;
+            }
+            if (!isfinite(ms[j])) return pd_fail(e, PD_ERR_NONFINITE, row, ms[j], block, node);
+            if (zz[j] == 0.0) return pd_fail(e, PD_ERR_ZERO_MEAN_SQUARE, row, ms[j], block, node);
+            if (!isfinite(lg[j]) || !isfinite(rr[j])) return pd_fail(e, PD_ERR_NONFINITE, row, rr[j], block, node);
+            rec->mean_square[row] = ms[j];
+            rec->shifted[row] = zz[j];
+            rec->inverse_rms[row] = rr[j];
+            if (!(L->scale(W, xr, rr[j], g, nr, orow) >> 63)) continue;
+            for (size_t w = 0; w < W; w++) /* the first offending element, as the serial loop finds it */
+                if (!isfinite(orow[w]) || !isfinite(nr[w]))
+                    return pd_fail(e, PD_ERR_NONFINITE, row * W + w, orow[w], block, node);
         }
-        double s = 0.0;
-        for (size_t w = 0; w < W; w++) s = s + xr[w] * xr[w];
-        double ms = s / dw; /* a division by W, not a reciprocal multiply */
-        double zz = ms + eps;
-        if (!isfinite(ms)) return pd_fail(e, PD_ERR_NONFINITE, row, ms, block, node);
-        if (zz == 0.0) return pd_fail(e, PD_ERR_ZERO_MEAN_SQUARE, row, ms, block, node);
-        double lg = pd_log(zz);
-        double y = lg * -0.5;
-        double rr = pd_exp(y);
-        if (!isfinite(lg) || !isfinite(rr)) return pd_fail(e, PD_ERR_NONFINITE, row, rr, block, node);
-        rec->mean_square[row] = ms;
-        rec->shifted[row] = zz;
-        rec->inverse_rms[row] = rr;
-        if (!(L->scale(W, xr, rr, g, nr, orow) >> 63)) continue;
-        for (size_t w = 0; w < W; w++) /* the first offending element, as the serial loop finds it */
-            if (!isfinite(orow[w]) || !isfinite(nr[w]))
-                return pd_fail(e, PD_ERR_NONFINITE, row * W + w, orow[w], block, node);
     }
     return PD_OK;
 }
@@ -120,39 +155,47 @@ pd_status pd_rmsnorm_forward(const pd_norm_geom *geom, const double *x, const do
     return PD_OK;
 }
 
+static void adjoint_sums(const double *u, const double *g, const double *x, size_t W, size_t n, double *s) {
+    GROUP_SUMS((u[j * W + w] * g[w]) * x[j * W + w]);
+}
+
+/* One row of the VJP from its sum q = flat sum over w of (u g) x. */
+static void back_row(const rms_ctx *c, const row_loops *L, size_t row, double q) {
+    const size_t W = c->geom->W;
+    const pd_norm_grads *d = c->d;
+    const double *ur = c->u + row * W, *xr = c->x + row * W, *g = c->g;
+    const double *res = d->res ? d->res + row * W : NULL;
+    double *outr = d->out + row * W;
+    if (c->geom->valid && !c->geom->valid[row]) {
+        for (size_t w = 0; w < W; w++) {
+            outr[w] = res ? 0.0 + res[w] : 0.0;
+            if (d->cap_n) d->cap_n[row * W + w] = 0.0;
+        }
+        if (d->cap_r) d->cap_r[row] = 0.0;
+        if (d->cap_m) d->cap_m[row] = 0.0;
+        return;
+    }
+    const double rr = c->rec->inverse_rms[row];
+    double u_y = q * rr;
+    double u_lg = u_y * -0.5;
+    double u_z = u_lg / c->rec->shifted[row];
+    double u_s = u_z / (double)W;
+    if (d->cap_r) d->cap_r[row] = 0.0 + q;
+    if (d->cap_m) d->cap_m[row] = 0.0 + u_z;
+    L->back(W, ur, xr, g, rr, u_s, res, outr);
+    if (d->cap_n)
+        for (size_t w = 0; w < W; w++) d->cap_n[row * W + w] = 0.0 + ur[w] * g[w];
+}
+
 static void rms_back_rows(void *vctx, size_t begin, size_t end) {
     const rms_ctx *c = vctx;
     const size_t W = c->geom->W;
-    const double dw = (double)W, *g = c->g, *z = c->rec->shifted, *r = c->rec->inverse_rms;
-    const uint8_t *valid = c->geom->valid;
-    const pd_norm_grads *d = c->d;
-    double *cap_n = d->cap_n, *cap_r = d->cap_r, *cap_m = d->cap_m;
     const row_loops *L = current_loops();
-    for (size_t row = begin; row < end; row++) {
-        const double *ur = c->u + row * W, *xr = c->x + row * W;
-        const double *res = d->res ? d->res + row * W : NULL;
-        double *outr = d->out + row * W;
-        if (valid && !valid[row]) {
-            for (size_t w = 0; w < W; w++) {
-                outr[w] = res ? 0.0 + res[w] : 0.0;
-                if (cap_n) cap_n[row * W + w] = 0.0;
-            }
-            if (cap_r) cap_r[row] = 0.0;
-            if (cap_m) cap_m[row] = 0.0;
-            continue;
-        }
-        double q = 0.0;
-        for (size_t w = 0; w < W; w++) q = q + (ur[w] * g[w]) * xr[w];
-        const double rr = r[row];
-        double u_y = q * rr;
-        double u_lg = u_y * -0.5;
-        double u_z = u_lg / z[row];
-        double u_s = u_z / dw;
-        if (cap_r) cap_r[row] = 0.0 + q;
-        if (cap_m) cap_m[row] = 0.0 + u_z;
-        L->back(W, ur, xr, g, rr, u_s, res, outr);
-        if (cap_n)
-            for (size_t w = 0; w < W; w++) cap_n[row * W + w] = 0.0 + ur[w] * g[w];
+    double s[RMS_GROUP];
+    for (size_t r = begin; r < end; r += RMS_GROUP) {
+        const size_t n = end - r < RMS_GROUP ? end - r : RMS_GROUP;
+        adjoint_sums(c->u + r * W, c->g, c->x + r * W, W, n, s);
+        for (size_t j = 0; j < n; j++) back_row(c, L, r + j, s[j]);
     }
 }
 
