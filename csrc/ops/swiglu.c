@@ -93,9 +93,11 @@ typedef struct {
                                    uint64_t bad[2]) {                                               \
         ADD_LOOP;                                                                                   \
     }                                                                                               \
-    target static void back##suffix(size_t n, const double *d_pr, const double *up, const double *gs, \
-                                    const double *sgv, const double *gl, double *d_up, double *d_gl, \
-                                    uint64_t bad[3]) {                                              \
+    /* restrict: seven streams need more overlap checks than the compiler versions a loop for */    \
+    target static void back##suffix(size_t n, const double *restrict d_pr, const double *restrict up, \
+                                    const double *restrict gs, const double *restrict sgv,          \
+                                    const double *restrict gl, double *restrict d_up,               \
+                                    double *restrict d_gl, uint64_t bad[3]) {                       \
         BACK_LOOP;                                                                                  \
     }                                                                                               \
     static const ew_loops loops##suffix = {negabs##suffix, sigmoid##suffix, gate##suffix, add##suffix, \
