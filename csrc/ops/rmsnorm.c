@@ -39,6 +39,8 @@ typedef struct {
     /* one valid row of the VJP's output (res may be NULL) */
     void (*back)(size_t W, const double *ur, const double *xr, const double *g, double rr,
                  double u_s, const double *res, double *outr);
+    /* one row's terms of the gain gradient: dg[w] = dg[w] + u[w] n[w] */
+    void (*gain)(size_t n, const double *ur, const double *nr, double *dg);
 } row_loops;
 
 #define ROW_LOOPS(suffix, target)                                                                   \
@@ -50,7 +52,11 @@ typedef struct {
                                     double rr, double u_s, const double *res, double *outr) {      \
         BACK_ROW_LOOP                                                                               \
     }                                                                                               \
-    static const row_loops loops##suffix = {scale##suffix, back##suffix};
+    target static void gain##suffix(size_t n, const double *restrict ur, const double *restrict nr, \
+                                    double *restrict dg) {                                          \
+        for (size_t w = 0; w < n; w++) dg[w] = dg[w] + ur[w] * nr[w];                               \
+    }                                                                                               \
+    static const row_loops loops##suffix = {scale##suffix, back##suffix, gain##suffix};
 
 PD_ISA_VARIANTS(ROW_LOOPS)
 
@@ -205,11 +211,11 @@ static void rms_back_gain(void *vctx, size_t begin, size_t end) {
     const size_t W = c->geom->W, R = c->geom->R;
     const uint8_t *valid = c->geom->valid;
     double *dg = c->d->dgain;
+    const row_loops *L = current_loops();
     for (size_t w = begin; w < end; w++) dg[w] = 0.0;
     for (size_t row = 0; row < R; row++) {
         if (valid && !valid[row]) continue;
-        const double *ur = c->u + row * W, *nr = c->rec->normalized + row * W;
-        for (size_t w = begin; w < end; w++) dg[w] = dg[w] + ur[w] * nr[w];
+        L->gain(end - begin, c->u + row * W + begin, c->rec->normalized + row * W + begin, dg + begin);
     }
 }
 
