@@ -153,6 +153,22 @@ def kernel_paths():
     return out
 
 
+def each_path_and_thread_count():
+    """(path, threads) for every product path this CPU runs at 1 and 2 threads, both restored after."""
+    import pydepth
+    from pydepth._native import _runtime
+    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
+    try:
+        for path in kernel_paths():
+            assert _runtime.force_kernel_path(path)
+            for threads in (1, 2):
+                pydepth.set_num_threads(threads)
+                yield path, threads
+    finally:
+        _runtime.force_kernel_path(old_path)
+        pydepth.set_num_threads(old_threads)
+
+
 @pytest.fixture
 def kernel_path_restored():
     """Restores the dispatch path a test changes."""

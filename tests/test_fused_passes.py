@@ -8,7 +8,7 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
-from conftest import kernel_paths
+from conftest import each_path_and_thread_count
 
 # products above the unpacked threshold, edges on every side: W 72, F 200, N 70; the head's
 # embedding gradient in two row blocks, the second partial (896 + 104 rows)
@@ -18,21 +18,6 @@ CFG = DecoderConfig(1000, 72, 4, 200, 2, 80)
 def _ids(seed):
     rng = np.random.default_rng(seed)
     return rng.integers(0, CFG.vocabulary_size, (1, 70)), rng.integers(0, CFG.vocabulary_size, (1, 70))
-
-
-def _each_path_and_thread_count():
-    """(path, threads) for every supported path at 1 and 2 threads, restoring both after."""
-    from pydepth._native import _runtime
-    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
-    try:
-        for path in kernel_paths():
-            assert _runtime.force_kernel_path(path)
-            for threads in (1, 2):
-                pydepth.set_num_threads(threads)
-                yield path, threads
-    finally:
-        _runtime.force_kernel_path(old_path)
-        pydepth.set_num_threads(old_threads)
 
 
 def _grad_bits(model):
@@ -65,7 +50,7 @@ def _waited(seed):
 
 def test_gradients_committed_early_have_the_bits_of_the_waiting_pass_on_every_path_and_thread_count():
     want = None
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         got = _committed(1)
         for a, b in zip(got, _waited(1)):
             assert all(np.array_equal(x, y) for x, y in zip(a, b)), (path, threads)
@@ -81,7 +66,7 @@ def _bits(value):
 
 def test_the_fused_forward_passes_give_each_value_its_own_operation_on_every_path_and_thread_count():
     ids, _ = _ids(2)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         fwd = DecoderModel(CFG, SplitMix64(5)).forward(ids)
         for b in range(CFG.layers):
             v = {k: fwd.named(f"blocks.{b}.{k}").value for k in
@@ -95,7 +80,7 @@ def test_the_fused_forward_passes_give_each_value_its_own_operation_on_every_pat
 
 def test_the_gate_silu_adjoint_is_made_only_when_asked_for_and_the_gradients_do_not_depend_on_it():
     ids, tgt = _ids(3)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         plain, asked = DecoderModel(CFG, SplitMix64(6)), DecoderModel(CFG, SplitMix64(6))
         plain.loss(ids, tgt).backward()
         fwd = asked.forward(ids)
@@ -123,7 +108,7 @@ def _overflowing(gate, up):
 def test_a_non_finite_value_of_the_fused_pass_is_named_in_the_order_of_the_checks(gate, up, node):
     """up checked after the gate's SiLU and before the product, as §5.5 orders them."""
     ids, _ = _ids(0)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         with pytest.raises(pydepth.NonFiniteError) as err:
             _overflowing(gate, up).forward(ids)
         assert f" in {node} at flat index " in str(err.value), (path, threads)
@@ -147,7 +132,7 @@ def _weight_gradient_overflowing():
 
 
 def test_a_weight_gradient_committed_early_that_overflows_refuses_the_pass_as_the_waiting_pass_does():
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model, ids, tgt = _weight_gradient_overflowing()
         with pytest.raises(pydepth.NonFiniteError) as direct:
             model.loss(ids, tgt).backward()
@@ -191,7 +176,7 @@ def test_non_finite_logits_are_named_at_their_first_flat_index_across_the_heads_
     """Row 0 overflows at column 950 (the second block of 896 columns), a later row at column 10
     (the first block): the first flat index is row 0's, found after the first block's bad value."""
     ids = np.arange(100, 170).reshape(1, 70)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model = DecoderModel(CFG, SplitMix64(9))
         fn = model.forward(ids).final_norm_output.value[0]
         # the row least aligned with row 0, so that its overflowing class leaves row 0 finite
@@ -224,7 +209,7 @@ def test_a_value_noted_non_finite_by_the_pass_that_reads_it_is_named_as_its_own_
     """The splits, the residual adds and the SiLU pass note the finiteness of the values they read;
     the failure still names the value and its first flat index in its own layout."""
     ids = np.arange(100, 170).reshape(1, 70)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model = DecoderModel(CFG, SplitMix64(2), branch_multipliers=mu)
         p = model.parameter(f"blocks.1.{weight}.weight")
         p.assign(np.full(p.shape, value))
@@ -241,7 +226,7 @@ def test_the_weight_rows_vector_loops_keep_the_bits_and_the_failure_on_segmented
     srcs = [rng.integers(0, CFG.vocabulary_size, n) for n in (31, 25, 40, 9)]
     batch = pydepth.Batch.pack(srcs, 60)
     want, named = None, set()
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model = DecoderModel(CFG, SplitMix64(12))
         fwd = model.forward(batch)
         got = [_bits(fwd.named(f"blocks.{b}.attention.weights").value) for b in range(CFG.layers)]

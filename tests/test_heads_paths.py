@@ -11,26 +11,12 @@ import pytest
 
 import pydepth
 from pydepth import DecoderConfig, DecoderModel, SplitMix64
-from pydepth._native import _runtime
-from conftest import bits, kernel_paths
+from conftest import bits, each_path_and_thread_count
 
 # (width, heads, kv_heads): heads 8, 16, 24 and 6 wide, grouped keys and values or not
 SHAPES = [(32, 4, None), (32, 2, 1), (48, 2, None), (24, 4, 2)]
 IDS = np.arange(3, 33).reshape(2, 15) % 40  # two sequences: a chunk of rows can cross from one to the next
 NAMES = ("attention.query_heads", "attention.key_heads", "attention.value_heads", "attention.merged")
-
-
-def _each_path_and_thread_count():
-    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
-    try:
-        for path in kernel_paths():
-            assert _runtime.force_kernel_path(path)
-            for threads in (1, 2):
-                pydepth.set_num_threads(threads)
-                yield path, threads
-    finally:
-        _runtime.force_kernel_path(old_path)
-        pydepth.set_num_threads(old_threads)
 
 
 def _model(width, heads, kv):
@@ -40,7 +26,7 @@ def _model(width, heads, kv):
 @pytest.mark.parametrize("width, heads, kv", SHAPES)
 def test_the_merged_rows_are_the_head_outputs_relabelled_exactly_on_every_path_and_thread_count(width, heads, kv):
     model = _model(width, heads, kv)
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         rec = model.forward(IDS)
         for i in range(model.config.layers):
             heads_out = rec.named(f"blocks.{i}.attention.head_outputs").value  # [B, H, T, D]
@@ -53,7 +39,7 @@ def test_the_merged_rows_are_the_head_outputs_relabelled_exactly_on_every_path_a
 def test_the_split_and_merged_values_and_the_gradients_are_the_same_bits_on_every_path(width, heads, kv):
     model = _model(width, heads, kv)
     seen = {}
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model.zero_grad()
         rec = model.forward(IDS)
         rec.loss(np.roll(IDS, -1, axis=1)).backward()
@@ -66,7 +52,7 @@ def test_the_split_and_merged_values_and_the_gradients_are_the_same_bits_on_ever
 @pytest.mark.parametrize("width, heads, kv", SHAPES)
 def test_a_non_finite_split_value_is_named_at_the_same_index_on_every_path(width, heads, kv):
     messages = set()
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         model = _model(width, heads, kv)
         p = model.parameter("blocks.1.attention.value.weight")
         v = p.snapshot()
