@@ -151,10 +151,25 @@ static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa
     }
 }
 
-/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns. */
+/* B's kb x cols block at b into s: along its stored runs, whichever way B is laid out. */
+static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t cols, size_t rsb, size_t csb) {
+    if (!s || kb == 0 || cols == 0) return;
+    if (csb == 1) pd_csum_add_rows(s, b, kb, rsb, cols);      /* kb runs of cols values */
+    else if (rsb == 1) pd_csum_add_rows(s, b, cols, csb, kb); /* cols runs of kb values */
+    else
+        for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
+}
+
+/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns; its terms into s when
+ * given (the panel's source was just read: no second trip to memory; a row-major B's rows feed
+ * the copy and the terms from one read). */
 static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb, double *dst, int nr,
-                   const pd_packers *pk, pd_gather_fn gather) {
+                   const pd_packers *pk, pd_gather_fn gather, struct pd_csum_s *s) {
     const size_t w = (size_t)nr;
+    if (csb == 1 && s) {
+        pd_csum_pack_rows(s, b, kb, rsb, cols, dst, w);
+        return;
+    }
     if (csb == 1) {
         pk->rows(kb, b, rsb, cols, dst, nr);
     } else if (rsb == 1) { /* transposed B: cols stored rows, each contiguous in k */
@@ -166,6 +181,7 @@ static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t c
             for (; j < w; j++) dst[j] = 0.0;
         }
     }
+    bsum_add(s, b, kb, cols, rsb, csb);
 }
 
 /* The source lines of the next B panel, asked for a few at a time while the current panel's
@@ -209,23 +225,14 @@ typedef struct {
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
  * returns how many of its lines each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
-                         pf_cursor *pf) {
+                         pf_cursor *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
     pack_b(kb, nb - jr < nr ? nb - jr : nr, b->src + jr * b->csb, b->rsb, b->csb, dst, p->nr, pd_packers_for(p),
-           pd_gather_for(p));
+           pd_gather_for(p), s);
     if (jr + nr >= nb) return 0;
     *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
     return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
-}
-
-/* B's kb x cols block at b into s: along its stored runs, whichever way B is laid out. */
-static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t cols, size_t rsb, size_t csb) {
-    if (!s || kb == 0 || cols == 0) return;
-    if (csb == 1) pd_csum_add_rows(s, b, kb, rsb, cols);      /* kb runs of cols values */
-    else if (rsb == 1) pd_csum_add_rows(s, b, cols, csb, kb); /* cols runs of kb values */
-    else
-        for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
 }
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -320,9 +327,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     pf_cursor pf = {0};
                     const size_t pf_per_tile =
-                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf) : 0;
-                    /* the panel's source was just read: its terms cost no second trip to memory */
-                    if (ic == 0) bsum_add(q->bsum, bblk.src + jr * csb, kb, nn, rsb, csb);
+                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
