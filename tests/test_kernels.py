@@ -150,6 +150,33 @@ def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_st
             assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
 
 
+# The packing copies of each path (pack.c, transpose*.c): one dimension swept from 1 to 40
+# across the register tiles (4, 6, 8 rows; 4, 8, 16 columns) while the other two keep the
+# product packed (M*K*N >= 2^18), with K = 530 giving two full k-blocks of 256 and a ragged one.
+PACK_EDGE = range(1, 41)
+PACK_SWEEPS = {"m": lambda d: (d, 530, 521), "n": lambda d: (521, 530, d), "k": lambda d: (513, d, 520)}
+
+
+@pytest.mark.parametrize("sweep", sorted(PACK_SWEEPS))
+@pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
+def test_every_path_packs_the_same_bits_at_each_edge_of_its_panels_and_slivers(kernel_state, sweep, kind):
+    rng = np.random.default_rng(sum(map(ord, sweep + kind)))
+    for d in PACK_EDGE:
+        m, k, n = PACK_SWEEPS[sweep](d)
+        assert m * k * n >= 1 << 18  # above the unpacked threshold: the packed path runs
+        a, b = operands(kind, m, k, n, rng)
+        b[rng.random(b.shape) < 0.1] = -0.0
+        c0 = rng.standard_normal((m, n))
+        want = {acc: bits(reference(kind, a, b, c0, acc)) for acc in (False, True)}
+        for path in AVAILABLE:
+            assert _runtime.force_kernel_path(path)
+            for threads in (1, 2):
+                pd.set_num_threads(threads)
+                for acc in (False, True):
+                    got = bits(run(kind, a, b, c0, acc))
+                    assert np.array_equal(got, want[acc]), (path, threads, kind, m, k, n, acc)
+
+
 def test_small_products_start_each_sum_at_positive_zero(kernel_state):
     """All terms -0.0: the sum is +0.0 (a kernel seeding with the first product would give -0.0)."""
     for path in AVAILABLE:

@@ -10,6 +10,7 @@
 #include "mix.h"
 #include "gemm_small.h"
 #include "mm_ref.h"
+#include "pack.h"
 #include "pool.h"
 #include "transpose.h"
 #include "ukernel.h"
@@ -25,11 +26,6 @@
 #define PD_SMALL_MACS (1u << 18)
 #endif
 #define PD_TILE_MAX (8 * 16)
-/* A transposed A's stored rows lie a power of two apart in the vocabulary products, too many
- * short streams for the hardware prefetcher: its packing asks for the row this many k ahead
- * (benchmarks/KERNELS.md has the measurement). */
-#define PD_PACK_A_PREFETCH 8
-
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
 
 typedef struct {
@@ -129,29 +125,19 @@ int pd_force_kernel_path(const char *name) {
 
 /* dst[s*kb*mr + k*mr + i] = A(i0+i, k) for sliver s starting at row i0 = s*mr */
 static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa, double *dst, int mr,
-                   pd_gather_fn gather) {
+                   const pd_packers *pk, pd_gather_fn gather) {
     size_t i0 = 0;
     if (rsa == 1) { /* transposed A: one stored row per k feeds every full sliver, read once in order */
         i0 = mb / (size_t)mr * (size_t)mr;
-        for (size_t k = 0; k < kb; k++) {
-            const double *ak = A + k * csa;
-            if (k + PD_PACK_A_PREFETCH < kb)
-                for (size_t s = 0; s < mb; s += 8) PD_PREFETCH_R(ak + PD_PACK_A_PREFETCH * csa + s);
-            double *d = dst + k * (size_t)mr;
-            for (size_t s = 0; s < i0; s += (size_t)mr, d += kb * (size_t)mr)
-                for (size_t i = 0; i < (size_t)mr; i++) d[i] = ak[s + i];
-        }
+        pk->slivers(kb, A, csa, i0 / (size_t)mr, dst, mr);
         dst += i0 * kb;
     }
     for (; i0 < mb; i0 += (size_t)mr) {
         const size_t rows = mb - i0 < (size_t)mr ? mb - i0 : (size_t)mr;
         const double *a = A + i0 * rsa;
         if (rsa == 1) { /* the last, partial sliver */
-            for (size_t k = 0; k < kb; k++, dst += mr) {
-                size_t i = 0;
-                for (; i < rows; i++) dst[i] = a[k * csa + i];
-                for (; i < (size_t)mr; i++) dst[i] = 0.0;
-            }
+            pk->rows(kb, a, csa, rows, dst, mr);
+            dst += kb * (size_t)mr;
         } else if (csa == 1) {
             gather(kb, a, rsa, rows, dst, mr);
             dst += kb * (size_t)mr;
@@ -165,25 +151,27 @@ static void pack_a(size_t mb, size_t kb, const double *A, size_t rsa, size_t csa
     }
 }
 
-/* One full panel row of nr doubles; a constant size lets the compiler emit straight moves. */
-static void copy_row(double *d, const double *b, size_t nr) {
-    if (nr == 16) memcpy(d, b, 16 * sizeof(double));
-    else if (nr == 8) memcpy(d, b, 8 * sizeof(double));
-    else memcpy(d, b, nr * sizeof(double));
+/* B's kb x cols block at b into s: along its stored runs, whichever way B is laid out. */
+static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t cols, size_t rsb, size_t csb) {
+    if (!s || kb == 0 || cols == 0) return;
+    if (csb == 1) pd_csum_add_rows(s, b, kb, rsb, cols);      /* kb runs of cols values */
+    else if (rsb == 1) pd_csum_add_rows(s, b, cols, csb, kb); /* cols runs of kb values */
+    else
+        for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
 }
 
-/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns. */
+/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns; its terms into s when
+ * given (the panel's source was just read: no second trip to memory; a row-major B's rows feed
+ * the copy and the terms from one read). */
 static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb, double *dst, int nr,
-                   pd_gather_fn gather) {
+                   const pd_packers *pk, pd_gather_fn gather, struct pd_csum_s *s) {
     const size_t w = (size_t)nr;
-    if (csb == 1 && cols == w) {
-        for (size_t k = 0; k < kb; k++) copy_row(dst + k * w, b + k * rsb, w);
-    } else if (csb == 1) {
-        for (size_t k = 0; k < kb; k++, dst += w) {
-            size_t j = 0;
-            for (; j < cols; j++) dst[j] = b[k * rsb + j];
-            for (; j < w; j++) dst[j] = 0.0;
-        }
+    if (csb == 1 && s) {
+        pd_csum_pack_rows(s, b, kb, rsb, cols, dst, w);
+        return;
+    }
+    if (csb == 1) {
+        pk->rows(kb, b, rsb, cols, dst, nr);
     } else if (rsb == 1) { /* transposed B: cols stored rows, each contiguous in k */
         gather(kb, b, csb, cols, dst, nr);
     } else {
@@ -193,6 +181,7 @@ static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t c
             for (; j < w; j++) dst[j] = 0.0;
         }
     }
+    bsum_add(s, b, kb, cols, rsb, csb);
 }
 
 /* The source lines of the next B panel, asked for a few at a time while the current panel's
@@ -236,22 +225,14 @@ typedef struct {
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
  * returns how many of its lines each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
-                         pf_cursor *pf) {
+                         pf_cursor *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
-    pack_b(kb, nb - jr < nr ? nb - jr : nr, b->src + jr * b->csb, b->rsb, b->csb, dst, p->nr, pd_gather_for(p));
+    pack_b(kb, nb - jr < nr ? nb - jr : nr, b->src + jr * b->csb, b->rsb, b->csb, dst, p->nr, pd_packers_for(p),
+           pd_gather_for(p), s);
     if (jr + nr >= nb) return 0;
     *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
     return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
-}
-
-/* B's kb x cols block at b into s: along its stored runs, whichever way B is laid out. */
-static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t cols, size_t rsb, size_t csb) {
-    if (!s || kb == 0 || cols == 0) return;
-    if (csb == 1) pd_csum_add_rows(s, b, kb, rsb, cols);      /* kb runs of cols values */
-    else if (rsb == 1) pd_csum_add_rows(s, b, cols, csb, kb); /* cols runs of kb values */
-    else
-        for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
 }
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -316,6 +297,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
     const size_t kc = p->kc, mc = p->mc, nc = p->nc;
     const pd_gather_fn gather = pd_gather_for(p);
+    const pd_packers *packers = pd_packers_for(p);
     const int multi = K > kc;
     const size_t nc_eff = N < nc ? N : nc;
     /* a row-major A is read in place by the kernel; only a block's last, partial sliver is packed */
@@ -339,14 +321,13 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
                 if (full < mb)
-                    pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr, gather);
+                    pack_a(mb - full, kb, A + (ic + full) * rsa + pc * csa, rsa, csa, apack, p->mr, packers,
+                           gather);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     pf_cursor pf = {0};
                     const size_t pf_per_tile =
-                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf) : 0;
-                    /* the panel's source was just read: its terms cost no second trip to memory */
-                    if (ic == 0) bsum_add(q->bsum, bblk.src + jr * csb, kb, nn, rsb, csb);
+                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         prefetch_some(&pf, pf_per_tile);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;

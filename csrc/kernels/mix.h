@@ -21,6 +21,9 @@ typedef struct pd_csum_s {
 void pd_csum_init(pd_csum *s, const double *base);
 /* Adds the terms of `rows` runs of `cols` values at p, runs `rs` apart, p inside s->base's buffer. */
 void pd_csum_add_rows(pd_csum *s, const double *p, size_t rows, size_t rs, size_t cols);
+/* pd_csum_add_rows that also copies run r to dst's row r of w doubles (w >= cols, zero past cols):
+ * a product's packed panel and its terms from one read of each value. */
+void pd_csum_pack_rows(pd_csum *s, const double *p, size_t rows, size_t rs, size_t cols, double *dst, size_t w);
 /* Adds a part gathered for the same buffer (by another thread, before a join). */
 void pd_csum_merge(pd_csum *s, const pd_csum *part);
 

@@ -2,12 +2,14 @@
 /* Every available product path (baseline, avx2, avx512, neon) at one and several threads against
  * the reference-order loops pd_mm_ref, bit for bit, on shapes with edge tiles, several
  * k-blocks, the parallel split and the unpacked small products, with tight and padded leading
- * dimensions. No Python at run time; exit status 0 only when all match. */
+ * dimensions; the _sum products also gather B's checksum terms (kernels/mix.h) by their
+ * definition, each value once. No Python at run time; exit status 0 only when all match. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/gemm.h"
+#include "kernels/mix.h"
 #include "kernels/mm_ref.h"
 #include "kernels/pool.h"
 
@@ -22,6 +24,38 @@ static int same_bits(const double *a, const double *b, size_t n, size_t *where) 
     for (size_t i = 0; i < n; i++)
         if (memcmp(&a[i], &b[i], sizeof(double)) != 0) { *where = i; return 0; }
     return 1;
+}
+
+/* B's checksum terms by definition (docs/numerics-concurrency.md C5): value (k, n) at B[k*rs + n*cs],
+ * keyed by its index in the buffer at B. */
+static uint64_t terms(const double *B, size_t K, size_t N, size_t rs, size_t cs) {
+    uint64_t sum = 0;
+    for (size_t k = 0; k < K; k++)
+        for (size_t n = 0; n < N; n++) {
+            const size_t i = k * rs + n * cs;
+            uint64_t bits;
+            memcpy(&bits, &B[i], sizeof bits);
+            sum += (bits ^ (uint64_t)i * 0x9E3779B97F4A7C15u) * 0xBF58476D1CE4E5B9u;
+        }
+    return sum;
+}
+
+/* pd_mm_nn_sum (kind 0) or pd_mm_nt_sum (1) from C0: R's bits over all cn doubles, and B's K x N
+ * terms by definition, each once. */
+static int sum_matches(int kind, size_t M, size_t K, size_t N, size_t pad, const double *A, const double *B,
+                       const double *C0, const double *R, size_t cn, int acc) {
+    const size_t ldc = N + pad;
+    double *S = malloc(cn * sizeof *S);
+    pd_csum sum;
+    size_t at;
+    pd_csum_init(&sum, B);
+    memcpy(S, C0, cn * sizeof *S);
+    if (kind == 0) pd_mm_nn_sum(M, K, N, A, K + pad, B, N + pad, S, ldc, acc, &sum);
+    else pd_mm_nt_sum(M, K, N, A, K + pad, B, K + pad, S, ldc, acc, &sum);
+    const uint64_t want = kind == 0 ? terms(B, K, N, N + pad, 1) : terms(B, K, N, 1, K + pad);
+    const int ok = same_bits(S, R, cn, &at) && sum.sum == want && sum.count == K * N;
+    free(S);
+    return ok;
 }
 
 int main(void) {
@@ -59,6 +93,14 @@ int main(void) {
                         } else {
                             pd_mm_tn(M, K, N, A, M + pad, B, N + pad, C, ldc, acc);
                             pd_mm_ref(&(pd_product){M, K, N, A, 1, M + pad, B, N + pad, 1, R, ldc, acc});
+                        }
+                        if (kind < 2) { /* again with B's terms gathered: the same bits, each term once */
+                            runs++;
+                            if (!sum_matches(kind, M, K, N, pad, A, B, C0, R, cn, acc)) {
+                                bad++;
+                                printf("FAIL %s threads %d %s_sum acc %d pad %zu %zux%zux%zu\n", paths[p],
+                                       threads[t], kind == 0 ? "nn" : "nt", acc, pad, M, K, N);
+                            }
                         }
                         size_t where;
                         runs++;
