@@ -179,18 +179,22 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
-                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
-                           int record, pd_error *e) {
-    size_t N;
-    memset(g, 0, sizeof *g);
-    g->model = m;
+/* The request checks every forward makes before it touches g. */
+static pd_status forward_checks(const pd_model *m, size_t B, size_t T, const size_t *pos, int record, size_t *N,
+                                pd_error *e) {
     if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
-    if (!pd_mul_ok(B, T, &N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(B, T, N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
     if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
     if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_TRAINING)
         return pd_fail(e, PD_ERR_RECORD_MODE, 0, (double)record, -1, -1);
-    PD_TRY(pd_graph_alloc(g, m, B, T, record, e));
+    return PD_OK;
+}
+
+/* The layout, the revisions and checksums seen, and the run, over g's bound buffers; on
+ * failure g is freed. */
+static pd_status graph_fill_run(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                                const size_t *seg_start, pd_error *e) {
+    const pd_model *m = g->model;
     pd_status st = fill_layout(g, ids, valid, pos, seg_start, e);
     if (st == PD_OK) {
         for (size_t i = 0; i < m->n_params; i++) {
@@ -211,6 +215,39 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     }
     if (st != PD_OK) pd_graph_free(g);
     return st;
+}
+
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e) {
+    size_t N;
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    PD_TRY(forward_checks(m, B, T, pos, record, &N, e));
+    PD_TRY(pd_graph_alloc(g, m, B, T, record, e));
+    return graph_fill_run(g, ids, valid, pos, seg_start, e);
+}
+
+int pd_graph_fits(const pd_graph *g, const pd_model *m, size_t B, size_t T, int record) {
+    return g->arena && g->model == m && g->B == B && g->T == T && g->recorded == (record != PD_RECORD_NONE) &&
+           g->lean == (record == PD_RECORD_TRAINING);
+}
+
+pd_status pd_graph_forward_again(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                                 const size_t *seg_start, pd_error *e) {
+    size_t N;
+    const int record = g->lean ? PD_RECORD_TRAINING : PD_RECORD_ALL;
+    pd_status st = forward_checks(g->model, g->B, g->T, pos, record, &N, e);
+    if (st != PD_OK) {
+        pd_graph_free(g);
+        return st;
+    }
+    pd_graph_discard(g);
+    g->has_loss = 0; /* the loss of the last forward goes with it; the next loss replaces its NLL */
+    g->n_targets = 0;
+    g->loss = 0.0;
+    g->prob_spent = 0;
+    return graph_fill_run(g, ids, valid, pos, seg_start, e);
 }
 
 pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,

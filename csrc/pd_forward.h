@@ -13,6 +13,13 @@
 pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
                            const uint8_t *valid, const size_t *pos, const size_t *seg_start,
                            int record, pd_error *e);
+/* Whether g holds the buffers of a recorded forward of m over B x T in this record mode, so
+ * pd_graph_forward_again may run in them. */
+int pd_graph_fits(const pd_graph *g, const pd_model *m, size_t B, size_t T, int record);
+/* pd_graph_forward again in the buffers of a recorded g that fits (same bits: every buffer is
+ * written before it is read); its loss and any waiting pass are dropped. On failure g is freed. */
+pd_status pd_graph_forward_again(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                                 const size_t *seg_start, pd_error *e);
 /* Whether a token or target id lies in [0, V): the one range rule for ids. */
 static inline int pd_id_in_range(int64_t id, size_t V) { return id >= 0 && (uint64_t)id < V; }
 /* The same refusal the forward (tokens) or the loss (targets != 0) gives for the first id out of
