@@ -763,8 +763,7 @@ class DecoderModel:
         """optimizer, once checked to be an Optimizer whose every parameter is this model's."""
         if optimizer is self._stepper:  # its parameter tuple is fixed for its life: checked once
             return optimizer
-        from .optim import Optimizer  # optim imports this module
-        if not isinstance(optimizer, Optimizer):
+        if not callable(getattr(type(optimizer), "_step_update", None)):  # pydepth.optim.Optimizer (it imports us)
             raise ArgumentTypeError(f"optimizer must be a pydepth.optim.Optimizer, got {type(optimizer).__name__}")
         for p in optimizer.parameters:
             if self._by_name.get(p.name) is not p:
