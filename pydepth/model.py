@@ -15,9 +15,9 @@ from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from ._checks import branch_tuple, plain_array
-from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
-                     GraphReleasedError, OptimizerStateError, ParameterLayoutError, ParameterNameError, ParametrizationError, StateDictError,
-                     TokenError, UnknownNameError, ValueNotKeptError)
+from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError, GraphReleasedError,
+                     OptimizerStateError, ParameterLayoutError, ParameterNameError, ParametrizationError,
+                     StateDictError, TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
 _KEEP_MODES: Dict[str, int] = {"all": _layout.RECORD_ALL, "training": _layout.RECORD_TRAINING}
@@ -778,7 +778,7 @@ class DecoderModel:
         update = None if opt is None else opt._step_update()
         step = 0 if opt is None else opt._step + 1
         try:
-            return cast(float, self._plan.run(ids, tg.reshape(-1), valid, pos, seg, update, step))
+            return self._plan.run(ids, tg.reshape(-1), valid, pos, seg, update, step)
         except _status.CoreError as err:
             stage = getattr(err, "stage", _step.STAGE_FORWARD)
             if stage == _step.STAGE_UPDATE:
