@@ -598,7 +598,9 @@ class DecoderModel:
         except _status.CoreError as err:
             raise_core(err)
         self._plan = _step._StepPlan(self._core)  # train_step's graph, planned on its first step
-        self._stepper: Any = None  # the optimizer whose parameters train_step found all to be its own
+        # the last optimizer whose parameters train_step found all to be this model's (weakly: a
+        # model keeps no optimizer's slots alive)
+        self._stepper: Optional[weakref.ref[Any]] = None
 
     @property
     def branch_multipliers(self) -> Tuple[float, ...]:
@@ -761,7 +763,8 @@ class DecoderModel:
 
     def _own_optimizer(self, optimizer: Any) -> Any:
         """optimizer, once checked to be an Optimizer whose every parameter is this model's."""
-        if optimizer is self._stepper:  # its parameter tuple is fixed for its life: checked once
+        known = self._stepper
+        if known is not None and known() is optimizer:  # its parameter tuple is fixed for its life
             return optimizer
         if not callable(getattr(type(optimizer), "_step_update", None)):  # pydepth.optim.Optimizer (it imports us)
             raise ArgumentTypeError(f"optimizer must be a pydepth.optim.Optimizer, got {type(optimizer).__name__}")
@@ -769,7 +772,7 @@ class DecoderModel:
             if self._by_name.get(p.name) is not p:
                 raise OptimizerStateError(f"the optimizer updates parameter {p.name!r}, which is not this "
                                          "model's; train_step steps only an optimizer of this model")
-        self._stepper = optimizer
+        self._stepper = weakref.ref(optimizer)
         return optimizer
 
     def _run_step(self, ids: np.ndarray, tg: np.ndarray, valid: Any, pos: Any, seg: Any,

@@ -299,14 +299,18 @@ def test_concurrent_train_steps_on_one_model_run_whole_steps_in_turn():
     assert _same(_state(b, ob), _state(a, oa))
 
 
-def test_the_step_plan_goes_with_the_model():
+def test_the_step_plan_goes_with_the_model_and_keeps_no_optimizer_alive():
     model = DecoderModel(CFG, SplitMix64(2))
-    model.train_step(*_tokens(0))
+    opt = AdamW(model.parameters)
+    model.train_step(*_tokens(0), optimizer=opt)
     assert model._plan.planned
-    gone = weakref.ref(model)
+    opt_gone, model_gone = weakref.ref(opt), weakref.ref(model)
+    del opt
+    gc.collect()
+    assert opt_gone() is None
     del model
     gc.collect()
-    assert gone() is None
+    assert model_gone() is None
 
 
 INTERRUPT = """
