@@ -424,8 +424,9 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     const pd_model *m = g->model;
     /* The alias guard's values check (docs/numerics-concurrency.md C5): a pass that writes no
      * caller buffer takes the checksums from the products that pack the weights and compares
-     * them after the pass, a mismatch dropping it; one that does checks first, by a pass. */
-    pd_csum *cs = n_sel == 0 ? malloc((m->n_params ? m->n_params : 1) * sizeof *cs) : NULL;
+     * them after the pass, a mismatch dropping it; one that does checks first, by a pass. An
+     * unguarded record (pd_graph_forward_step) has none to compare: its revisions only. */
+    pd_csum *cs = n_sel == 0 && !g->unguarded ? malloc((m->n_params ? m->n_params : 1) * sizeof *cs) : NULL;
     pd_status st = cs ? pd_graph_current(g, e) : pd_graph_fresh(g, e);
     if (st != PD_OK) {
         free(cs);

@@ -203,9 +203,10 @@ static pd_status graph_fill_run(pd_graph *g, const int64_t *ids, const uint8_t *
         }
         /* only a recorded graph can run backward: inference pays nothing. Its products add the
          * terms of the weights they pack; the rest (gains) get a pass afterwards. */
-        pd_csum *cs = g->recorded ? malloc(m->n_params * sizeof *cs) : NULL;
+        const int sums = g->recorded && !g->unguarded;
+        pd_csum *cs = sums ? malloc(m->n_params * sizeof *cs) : NULL;
         for (size_t i = 0; cs && i < m->n_params; i++) pd_csum_init(&cs[i], m->params[i]->value);
-        if (g->recorded && !cs) pd_params_checksums(m->params, m->n_params, g->checksums);
+        if (sums && !cs) pd_params_checksums(m->params, m->n_params, g->checksums);
         g->csum = cs;
         st = graph_run(g, e);
         g->csum = NULL;
@@ -228,26 +229,42 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     return graph_fill_run(g, ids, valid, pos, seg_start, e);
 }
 
-int pd_graph_fits(const pd_graph *g, const pd_model *m, size_t B, size_t T, int record) {
+/* Whether g holds the buffers of a recorded forward of m over B x T in this record mode. */
+static int graph_fits(const pd_graph *g, const pd_model *m, size_t B, size_t T, int record) {
     return g->arena && g->model == m && g->B == B && g->T == T && g->recorded == (record != PD_RECORD_NONE) &&
            g->lean == (record == PD_RECORD_TRAINING);
 }
 
-pd_status pd_graph_forward_again(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
-                                 const size_t *seg_start, pd_error *e) {
+/* The forward again in the buffers of a g that fits (the same bits: every buffer is written
+ * before it is read); its loss goes with it. On failure g is freed. */
+static pd_status forward_again(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                               const size_t *seg_start, pd_error *e) {
     size_t N;
-    const int record = g->lean ? PD_RECORD_TRAINING : PD_RECORD_ALL;
-    pd_status st = forward_checks(g->model, g->B, g->T, pos, record, &N, e);
+    pd_status st = forward_checks(g->model, g->B, g->T, pos, PD_RECORD_TRAINING, &N, e);
     if (st != PD_OK) {
         pd_graph_free(g);
         return st;
     }
     pd_graph_discard(g);
-    g->has_loss = 0; /* the loss of the last forward goes with it; the next loss replaces its NLL */
+    g->has_loss = 0; /* the next loss replaces its NLL */
     g->n_targets = 0;
     g->loss = 0.0;
     g->prob_spent = 0;
     return graph_fill_run(g, ids, valid, pos, seg_start, e);
+}
+
+pd_status pd_graph_forward_step(pd_graph *g, int planned, const pd_model *m, const pd_batch_in *in,
+                                pd_error *e) {
+    if (planned && g->unguarded && graph_fits(g, m, in->B, in->T, PD_RECORD_TRAINING))
+        return forward_again(g, in->ids, in->valid, in->pos, in->seg_start, e);
+    if (planned) pd_graph_free(g);
+    size_t N;
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    PD_TRY(forward_checks(m, in->B, in->T, in->pos, PD_RECORD_TRAINING, &N, e));
+    PD_TRY(pd_graph_alloc(g, m, in->B, in->T, PD_RECORD_TRAINING, e));
+    g->unguarded = 1;
+    return graph_fill_run(g, in->ids, in->valid, in->pos, in->seg_start, e);
 }
 
 pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,

@@ -56,6 +56,7 @@ typedef struct {
     size_t *seg_end;     /* [N] one past the last t of the segment */
     int recorded;        /* 0: blocks share one scratch record */
     int lean;            /* recorded keeping only what a training step reads (PD_RECORD_TRAINING) */
+    int unguarded;       /* a one-call training step's record: no value checksums (pd_forward.h) */
     size_t n_blocks_stored;
     double *x0;          /* [N, W] embedding output */
     double **sites;      /* [2L+1] residual sites (views into records or own copies) */

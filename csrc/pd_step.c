@@ -18,17 +18,9 @@ pd_status pd_step_adamw(const pd_optim_tensor *t, size_t n, const void *hparams,
     return pd_adamw_step(t, n, (const pd_adamw_hparams *)hparams, nh, step, e);
 }
 
-/* The recorded forward in the plan's buffers when they fit this batch, else in new ones (the
- * old given back first, so a change of shape never holds two graphs). */
+/* The step's forward in the plan's graph (pd_graph_forward_step plans it per batch shape). */
 static pd_status planned_forward(pd_step_plan *plan, const pd_model *m, const pd_step_batch *b, pd_error *e) {
-    pd_status st;
-    if (plan->planned && pd_graph_fits(&plan->g, m, b->B, b->T, PD_RECORD_TRAINING)) {
-        st = pd_graph_forward_again(&plan->g, b->ids, b->valid, b->pos, b->seg_start, e);
-    } else {
-        pd_step_plan_free(plan);
-        st = pd_graph_forward(&plan->g, m, b->B, b->T, b->ids, b->valid, b->pos, b->seg_start, PD_RECORD_TRAINING,
-                              e);
-    }
+    pd_status st = pd_graph_forward_step(&plan->g, plan->planned, m, &b->in, e);
     plan->planned = st == PD_OK; /* a failed forward has freed the graph */
     return st;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pd_error.h"
+#include "pd_forward.h"
 #include "pd_graph.h"
 #include "pd_model.h"
 #include "optim/pd_optim.h"
@@ -18,12 +19,10 @@ typedef struct {
     int planned;
 } pd_step_plan;
 
-/* One batch: ids and targets [B*T]; valid, pos, seg_start NULL for one full segment a row. */
+/* One batch: its input (pd_forward.h) and its targets [B*T]. */
 typedef struct {
-    size_t B, T;
-    const int64_t *ids, *targets;
-    const uint8_t *valid;
-    const size_t *pos, *seg_start;
+    pd_batch_in in;
+    const int64_t *targets;
 } pd_step_batch;
 
 /* An update of one optimizer kind over n tensors, hparams as that kind's step reads them. */

@@ -178,13 +178,15 @@ cdef extern from "pd_rms.h":
 cdef extern from "pd_step.h":
     ctypedef struct pd_step_plan:
         int planned
-    ctypedef struct pd_step_batch:
+    ctypedef struct pd_batch_in:
         size_t B, T
         const int64_t *ids
-        const int64_t *targets
         const uint8_t *valid
         const size_t *pos
         const size_t *seg_start
+    ctypedef struct pd_step_batch:
+        pd_batch_in in_ "in"
+        const int64_t *targets
     ctypedef pd_status (*pd_step_update_fn)(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh,
                                             uint64_t step, pd_error *e) noexcept nogil
     ctypedef struct pd_step_update:

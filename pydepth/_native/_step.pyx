@@ -44,16 +44,16 @@ cdef class _StepPlan:
         cdef pd_status st
         cdef double loss = 0.0
         cdef int stage = PD_STEP_FORWARD
-        b.B, b.T = ids.shape[0], ids.shape[1]
-        if b.B == 0 or b.T == 0:
+        cdef size_t n = <size_t>ids.shape[0] * <size_t>ids.shape[1]
+        if n == 0:
             raise CoreError(PD_ERR_EMPTY, 0, 0.0, -1, -1)
         for name, arr in (("targets", targets), ("valid", valid), ("pos", pos), ("seg_start", seg_start)):
-            if arr is not None and <size_t>len(arr) != b.B * b.T:
-                raise ValueError(f"{name} has {len(arr)} entries, expected {b.B * b.T}")
-        b.ids, b.targets = &ids[0, 0], &targets[0]
-        b.valid = &valid[0] if valid is not None else NULL
-        b.pos = &pos[0] if pos is not None else NULL
-        b.seg_start = &seg_start[0] if seg_start is not None else NULL
+            if arr is not None and <size_t>len(arr) != n:
+                raise ValueError(f"{name} has {len(arr)} entries, expected {n}")
+        b.in_.B, b.in_.T, b.in_.ids, b.targets = ids.shape[0], ids.shape[1], &ids[0, 0], &targets[0]
+        b.in_.valid = &valid[0] if valid is not None else NULL
+        b.in_.pos = &pos[0] if pos is not None else NULL
+        b.in_.seg_start = &seg_start[0] if seg_start is not None else NULL
         if update is not None:
             update.update.bind(&u)
             u.tensors, u.n, u.step = update.t, update.n, step
