@@ -235,6 +235,34 @@ def _overflowing_sgd(model):
     return opt
 
 
+def test_a_non_finite_forward_is_refused_with_the_forward_error_and_changes_nothing():
+    a, _, b, _ = _pair("none")
+    for m in (a, b):
+        emb = m.parameter("token_embedding.weight")
+        m.train_step(*_tokens(1))  # gradients not +0.0
+        emb.assign(np.full(emb.shape, 1e300))
+    before = _state(b)
+    with pytest.raises(pydepth.NonFiniteError) as five:
+        _five_calls(a, *_tokens(2))
+    with pytest.raises(pydepth.NonFiniteError) as one:
+        b.train_step(*_tokens(2))
+    assert str(one.value) == str(five.value)
+    assert _same(_state(b), before)
+
+
+def test_a_record_taken_before_a_train_step_that_updated_the_values_is_stale_after_it():
+    model = DecoderModel(CFG, SplitMix64(2))
+    opt = SGD(model.parameters, lr=0.1)
+    tokens, targets = _tokens(1)
+    untouched = model.loss(tokens, targets)
+    model.train_step(tokens, targets)  # no update: the record stays fresh
+    untouched.backward()
+    stale = model.loss(tokens, targets)
+    model.train_step(tokens, targets, optimizer=opt)
+    with pytest.raises(pydepth.errors.StaleOperandError):
+        stale.backward()
+
+
 def test_a_refused_update_keeps_the_step_gradients_and_changes_no_value_or_slot():
     a, _, b, _ = _pair("none")
     oa, ob = _overflowing_sgd(a), _overflowing_sgd(b)
