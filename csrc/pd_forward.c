@@ -304,11 +304,14 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }
-    /* a lean record writes the probabilities over the logits, their last reader */
-    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e);
+    /* a lean record writes the probabilities over the logits, their last reader; a planned
+     * step's record (unguarded) zeroes its last NLL buffer again */
+    const int reuse = g->unguarded && g->nll;
+    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e);
+    double *nll = reuse ? memset(g->nll, 0, N * sizeof(double)) : pd_zeros(N, e);
     if (!prob || !nll) {
         if (!g->lean) pd_buf_put(prob);
-        free(nll);
+        if (!reuse) free(nll);
         return pd_fail(e, PD_ERR_ALLOC, N * V + N, 0.0, -1, -1);
     }
     double loss;
@@ -317,11 +320,11 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
         if (!g->lean) pd_buf_put(prob);
-        free(nll);
+        if (!reuse) free(nll);
         return st;
     }
     if (g->prob != g->logits) pd_buf_put(g->prob);
-    free(g->nll);
+    if (!reuse) free(g->nll);
     g->prob = prob;
     g->prob_spent = 0;
     g->nll = nll;

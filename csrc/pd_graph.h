@@ -77,6 +77,10 @@ typedef struct {
     struct pd_csum_s *csum; /* during a recorded forward: per parameter, the terms its packing adds */
     double *arena;
     struct pd_grad_txn *pending; /* a waiting pass's contributions (pd_grad_txn.h) */
+    /* an unguarded record's reverse-pass lookup tables and adjoint arena, kept for its next
+     * pass over the same shape (pd_backward.c); NULL before its first pass */
+    int64_t *kept_gather;
+    double *kept_arena;
 } pd_graph;
 
 /* What a forward keeps (docs/numerics.md §5.8): the residual sites, final norm and logits only;
