@@ -20,6 +20,8 @@ Timed operations (one "step"; the median over repetitions is reported):
   fwd_record  forward + mean loss + .item() recording the graph, graph dropped
   fwd_bwd     zero_grad + recorded forward + loss + backward + .item() (pydepth records with
               forward(keep="training"), a training step's memory; --keep all for every value)
+  train_step  the same step as one call: pydepth's DecoderModel.train_step(x, y) (always the
+              training record); torch runs its fwd_bwd step
 Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
 50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
@@ -67,7 +69,7 @@ SHAPES: Dict[str, Dict[str, Any]] = {
     "laptop": dict(V=16384, W=512, H=8, F=1536, L=8, P=512, kv=2, T=512),
 }
 DEFAULT_SHAPES = ["issue3", "tiny", "small", "medium", "large", "laptop"]
-OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd"]
+OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd", "train_step"]
 # Minimum torch/pydepth ratio of fwd_bwd at every thread count, on every CPU (issues 7, 17, 26).
 TARGETS = {"tiny": 100.0, "small": 50.0}
 # Minimum torch/pydepth ratio of fwd_bwd by CPU kind (cpu_kind()), at 1 and 2 threads (issue 39):
@@ -165,8 +167,11 @@ class PydepthRunner:
             loss.backward()
             return loss.item()
 
+        def train_step() -> float:
+            return m.train_step(x, y)
+
         return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
-                "fwd_bwd": fwd_bwd}[op]
+                "fwd_bwd": fwd_bwd, "train_step": train_step}[op]
 
 
 class TorchRunner:
@@ -224,7 +229,7 @@ class TorchRunner:
             return loss.item()
 
         return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
-                "fwd_bwd": fwd_bwd}[op]
+                "fwd_bwd": fwd_bwd, "train_step": fwd_bwd}[op]  # torch's training step either way
 
 
 def _rss_mb() -> float:

@@ -62,6 +62,7 @@ typedef struct {
     double *arena;
     pd_csum *csum;          /* [n_params] or NULL: the terms of the weights the pass packs */
     int head_bad;           /* E's head contribution, committed early, holds a non-finite value */
+    int kept;               /* gather_ids and arena are the graph's (kept_gather, kept_arena) */
 } backward_scratch;
 
 /* Parameter i's checksum slot in this pass, if the pass gathers them; wsum: block b's slot k. */
@@ -367,35 +368,43 @@ static void scratch_bind(backward_scratch *s, pd_carver *c, const size_t x[PD_X_
     d->mean_square = pd_carve(c, 1, PD_S_STAT, x);
 }
 
+/* The lookup's three tables in one block, widest first, so each stays aligned: [N] ids, [V]
+ * rows, [V] flags (V doubles of E exist, so the sizes cannot overflow); NULL when out of memory. */
+static int64_t *gather_tables(size_t N, size_t V) {
+    const size_t n_ids = N ? N : 1;
+    return malloc(n_ids * sizeof(int64_t) + V * sizeof(size_t) + V);
+}
+
 /* One pooled arena for the adjoints, not zeroed: every buffer is fully written before it is
- * read. The parameter contributions are the transaction's (pd_grad_txn.h). */
-static pd_status scratch_alloc(backward_scratch *s, const pd_graph *g, pd_grad_txn *t,
-                               pd_error *e) {
+ * read. The parameter contributions are the transaction's (pd_grad_txn.h). A planned step's
+ * record (unguarded) keeps its lookup tables and arena for its next pass, over the same shape. */
+static pd_status scratch_alloc(backward_scratch *s, pd_graph *g, pd_grad_txn *t, pd_error *e) {
     const size_t N = g->N, V = g->model->cfg.vocabulary_size;
     size_t x[PD_X_COUNT];
     s->txn = t;
     s->grad = t->grad;
     s->direct = t->direct;
-    /* the lookup's three tables in one block, widest first, so each stays aligned: [N] ids,
-     * [V] rows, [V] flags (V doubles of E exist, so the sizes cannot overflow) */
-    const size_t n_ids = N ? N : 1;
-    s->gather_ids = malloc(n_ids * sizeof(int64_t) + V * sizeof(size_t) + V);
+    s->kept = g->unguarded;
+    s->gather_ids = g->kept_gather ? g->kept_gather : gather_tables(N, V);
     if (!s->gather_ids) return pd_fail(e, PD_ERR_ALLOC, V, 0.0, -1, -1);
-    s->gather_row = (size_t *)(s->gather_ids + n_ids);
+    if (s->kept) g->kept_gather = s->gather_ids;
+    s->gather_row = (size_t *)(s->gather_ids + (N ? N : 1));
     s->touched = (uint8_t *)(s->gather_row + V);
     memset(s->touched, 0, V);
     pd_graph_extents(g, x);
     pd_carver measure = {NULL, 0, 0};
     scratch_bind(s, &measure, x, g->model->branch != NULL);
     if (measure.overflow) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
-    s->arena = pd_buf_get(measure.used, 0, e);
+    s->arena = g->kept_arena ? g->kept_arena : pd_buf_get(measure.used, 0, e);
     if (!s->arena) return pd_fail(e, PD_ERR_ALLOC, measure.used, 0.0, -1, -1);
+    if (s->kept) g->kept_arena = s->arena;
     pd_carver cut = {s->arena, 0, 0};
     scratch_bind(s, &cut, x, g->model->branch != NULL);
     return PD_OK;
 }
 
 static void scratch_free(backward_scratch *s) {
+    if (s->kept) return; /* the graph's, freed with it */
     free(s->gather_ids); /* the block of gather_row and touched too */
     pd_buf_put(s->arena);
 }
@@ -424,8 +433,9 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     const pd_model *m = g->model;
     /* The alias guard's values check (docs/numerics-concurrency.md C5): a pass that writes no
      * caller buffer takes the checksums from the products that pack the weights and compares
-     * them after the pass, a mismatch dropping it; one that does checks first, by a pass. */
-    pd_csum *cs = n_sel == 0 ? malloc((m->n_params ? m->n_params : 1) * sizeof *cs) : NULL;
+     * them after the pass, a mismatch dropping it; one that does checks first, by a pass. An
+     * unguarded record (pd_graph_forward_step) has none to compare: its revisions only. */
+    pd_csum *cs = n_sel == 0 && !g->unguarded ? malloc((m->n_params ? m->n_params : 1) * sizeof *cs) : NULL;
     pd_status st = cs ? pd_graph_current(g, e) : pd_graph_fresh(g, e);
     if (st != PD_OK) {
         free(cs);

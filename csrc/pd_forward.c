@@ -179,18 +179,22 @@ static pd_status graph_run(pd_graph *g, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
-                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
-                           int record, pd_error *e) {
-    size_t N;
-    memset(g, 0, sizeof *g);
-    g->model = m;
+/* The request checks every forward makes before it touches g. */
+static pd_status forward_checks(const pd_model *m, size_t B, size_t T, const size_t *pos, int record, size_t *N,
+                                pd_error *e) {
     if (B == 0 || T == 0) return pd_fail(e, PD_ERR_EMPTY, 0, 0.0, -1, -1);
-    if (!pd_mul_ok(B, T, &N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
+    if (!pd_mul_ok(B, T, N)) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
     if (T > m->cfg.max_positions && !pos) return pd_fail(e, PD_ERR_LAYOUT, T, (double)T, -1, -1);
     if (record != PD_RECORD_NONE && record != PD_RECORD_ALL && record != PD_RECORD_TRAINING)
         return pd_fail(e, PD_ERR_RECORD_MODE, 0, (double)record, -1, -1);
-    PD_TRY(pd_graph_alloc(g, m, B, T, record, e));
+    return PD_OK;
+}
+
+/* The layout, the revisions and checksums seen, and the run, over g's bound buffers; on
+ * failure g is freed. */
+static pd_status graph_fill_run(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                                const size_t *seg_start, pd_error *e) {
+    const pd_model *m = g->model;
     pd_status st = fill_layout(g, ids, valid, pos, seg_start, e);
     if (st == PD_OK) {
         for (size_t i = 0; i < m->n_params; i++) {
@@ -199,9 +203,10 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
         }
         /* only a recorded graph can run backward: inference pays nothing. Its products add the
          * terms of the weights they pack; the rest (gains) get a pass afterwards. */
-        pd_csum *cs = g->recorded ? malloc(m->n_params * sizeof *cs) : NULL;
+        const int sums = g->recorded && !g->unguarded;
+        pd_csum *cs = sums ? malloc(m->n_params * sizeof *cs) : NULL;
         for (size_t i = 0; cs && i < m->n_params; i++) pd_csum_init(&cs[i], m->params[i]->value);
-        if (g->recorded && !cs) pd_params_checksums(m->params, m->n_params, g->checksums);
+        if (sums && !cs) pd_params_checksums(m->params, m->n_params, g->checksums);
         g->csum = cs;
         st = graph_run(g, e);
         g->csum = NULL;
@@ -211,6 +216,55 @@ pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, c
     }
     if (st != PD_OK) pd_graph_free(g);
     return st;
+}
+
+pd_status pd_graph_forward(pd_graph *g, const pd_model *m, size_t B, size_t T, const int64_t *ids,
+                           const uint8_t *valid, const size_t *pos, const size_t *seg_start,
+                           int record, pd_error *e) {
+    size_t N;
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    PD_TRY(forward_checks(m, B, T, pos, record, &N, e));
+    PD_TRY(pd_graph_alloc(g, m, B, T, record, e));
+    return graph_fill_run(g, ids, valid, pos, seg_start, e);
+}
+
+/* Whether g holds the buffers of a recorded forward of m over B x T in this record mode. */
+static int graph_fits(const pd_graph *g, const pd_model *m, size_t B, size_t T, int record) {
+    return g->arena && g->model == m && g->B == B && g->T == T && g->recorded == (record != PD_RECORD_NONE) &&
+           g->lean == (record == PD_RECORD_TRAINING);
+}
+
+/* The forward again in the buffers of a g that fits (the same bits: every buffer is written
+ * before it is read); its loss goes with it. On failure g is freed. */
+static pd_status forward_again(pd_graph *g, const int64_t *ids, const uint8_t *valid, const size_t *pos,
+                               const size_t *seg_start, pd_error *e) {
+    size_t N;
+    pd_status st = forward_checks(g->model, g->B, g->T, pos, PD_RECORD_TRAINING, &N, e);
+    if (st != PD_OK) {
+        pd_graph_free(g);
+        return st;
+    }
+    pd_graph_discard(g);
+    g->has_loss = 0; /* the next loss replaces its NLL */
+    g->n_targets = 0;
+    g->loss = 0.0;
+    g->prob_spent = 0;
+    return graph_fill_run(g, ids, valid, pos, seg_start, e);
+}
+
+pd_status pd_graph_forward_step(pd_graph *g, int planned, const pd_model *m, const pd_batch_in *in,
+                                pd_error *e) {
+    if (planned && g->unguarded && graph_fits(g, m, in->B, in->T, PD_RECORD_TRAINING))
+        return forward_again(g, in->ids, in->valid, in->pos, in->seg_start, e);
+    if (planned) pd_graph_free(g);
+    size_t N;
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    PD_TRY(forward_checks(m, in->B, in->T, in->pos, PD_RECORD_TRAINING, &N, e));
+    PD_TRY(pd_graph_alloc(g, m, in->B, in->T, PD_RECORD_TRAINING, e));
+    g->unguarded = 1;
+    return graph_fill_run(g, in->ids, in->valid, in->pos, in->seg_start, e);
 }
 
 pd_status pd_check_ids(const int64_t *ids, const uint8_t *valid, size_t n, size_t V, int targets,
@@ -250,11 +304,14 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
             return pd_fail(e, PD_ERR_TARGET, p, (double)targets[p], -1, PD_N_LOSS);
         g->targets[p] = targets[p];
     }
-    /* a lean record writes the probabilities over the logits, their last reader */
-    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e), *nll = pd_zeros(N, e);
+    /* a lean record writes the probabilities over the logits, their last reader; a planned
+     * step's record (unguarded) zeroes its last NLL buffer again */
+    const int reuse = g->unguarded && g->nll;
+    double *prob = g->lean ? g->logits : pd_buf_get(N * V, 0, e);
+    double *nll = reuse ? memset(g->nll, 0, N * sizeof(double)) : pd_zeros(N, e);
     if (!prob || !nll) {
         if (!g->lean) pd_buf_put(prob);
-        free(nll);
+        if (!reuse) free(nll);
         return pd_fail(e, PD_ERR_ALLOC, N * V + N, 0.0, -1, -1);
     }
     double loss;
@@ -263,11 +320,11 @@ pd_status pd_graph_loss(pd_graph *g, const int64_t *targets, pd_error *e) {
     pd_status st = pd_nll_forward(&t, g->logits, prob, nll, &loss, &count, e);
     if (st != PD_OK) {
         if (!g->lean) pd_buf_put(prob);
-        free(nll);
+        if (!reuse) free(nll);
         return st;
     }
     if (g->prob != g->logits) pd_buf_put(g->prob);
-    free(g->nll);
+    if (!reuse) free(g->nll);
     g->prob = prob;
     g->prob_spent = 0;
     g->nll = nll;

@@ -48,7 +48,7 @@ pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, p
 
 /* A loss attached, the intermediate values recorded, and no parameter changed since the forward:
  * PD_ERR_STALE (index = parameter) when a revision moved, or (value 1.0) when the values changed
- * without one. */
+ * without one (not asked of an unguarded record, which has no checksums). */
 pd_status pd_graph_fresh(const pd_graph *g, pd_error *e);
 /* pd_graph_fresh's first half: a loss, a record and every revision unchanged. */
 pd_status pd_graph_current(const pd_graph *g, pd_error *e);

@@ -139,6 +139,7 @@ void pd_graph_free(pd_graph *g) {
     free(g->ids); /* the layout block, every layout array and the sites in it */
     if (g->prob != g->logits) pd_buf_put(g->prob); /* a lean record's lives in the arena */
     pd_buf_put(g->arena); free(g->nll);
+    free(g->kept_gather); pd_buf_put(g->kept_arena);
     memset(g, 0, sizeof *g);
 }
 

@@ -56,6 +56,7 @@ typedef struct {
     size_t *seg_end;     /* [N] one past the last t of the segment */
     int recorded;        /* 0: blocks share one scratch record */
     int lean;            /* recorded keeping only what a training step reads (PD_RECORD_TRAINING) */
+    int unguarded;       /* a one-call training step's record: no value checksums (pd_forward.h) */
     size_t n_blocks_stored;
     double *x0;          /* [N, W] embedding output */
     double **sites;      /* [2L+1] residual sites (views into records or own copies) */
@@ -76,6 +77,10 @@ typedef struct {
     struct pd_csum_s *csum; /* during a recorded forward: per parameter, the terms its packing adds */
     double *arena;
     struct pd_grad_txn *pending; /* a waiting pass's contributions (pd_grad_txn.h) */
+    /* an unguarded record's reverse-pass lookup tables and adjoint arena, kept for its next
+     * pass over the same shape (pd_backward.c); NULL before its first pass */
+    int64_t *kept_gather;
+    double *kept_arena;
 } pd_graph;
 
 /* What a forward keeps (docs/numerics.md §5.8): the residual sites, final norm and logits only;

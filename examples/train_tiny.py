@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 
 import pydepth
-from pydepth.training.step import byte_documents, draw_batch, train_step
+from pydepth.training.step import byte_documents, draw_batch
 
 parser = argparse.ArgumentParser(description="A few AdamW steps, a checkpoint, a bit-exact resume.")
 parser.add_argument("--updates", dest="steps", type=int, default=12, help="optimizer updates (default 12)")
@@ -48,7 +48,8 @@ def steps(model, optimizer, rng, first, last):
     rows = []
     for step in range(first, last):
         lr = optimizer.lr
-        loss, _ = train_step(model, optimizer, draw_batch(documents, rng, BATCH, TOKENS))
+        # zero_grad, forward, loss, backward and optimizer.step() in one call into the core
+        loss = model.train_step(draw_batch(documents, rng, BATCH, TOKENS), optimizer=optimizer)
         rows.append((step, lr, loss))
     return rows
 

@@ -9,15 +9,15 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Opt
 
 import numpy as np
 
-from ._native import _graph, _layout, _nodes, _status
+from ._native import _graph, _layout, _nodes, _status, _step
 from ._native._rng import SplitMix64
 from ._native._translate import LOSS_ATTACHED, raise_core
 from .batch import Batch
 from .config import DecoderConfig
 from ._checks import branch_tuple, plain_array
-from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError,
-                     GraphReleasedError, ParameterLayoutError, ParameterNameError, ParametrizationError, StateDictError,
-                     TokenError, UnknownNameError, ValueNotKeptError)
+from .errors import (AllocationError, ArgumentTypeError, AutodiffError, ForeignRecordError, GraphReleasedError,
+                     OptimizerStateError, ParameterLayoutError, ParameterNameError, ParametrizationError,
+                     StateDictError, TokenError, UnknownNameError, ValueNotKeptError)
 
 #: forward(keep=...) -> the core's record mode for a recorded graph.
 _KEEP_MODES: Dict[str, int] = {"all": _layout.RECORD_ALL, "training": _layout.RECORD_TRAINING}
@@ -597,6 +597,10 @@ class DecoderModel:
             self._core = _graph._Model(config._core_tuple(), [p._p for p in params], branch)
         except _status.CoreError as err:
             raise_core(err)
+        self._plan = _step._StepPlan(self._core)  # train_step's graph, planned on its first step
+        # the last optimizer whose parameters train_step found all to be this model's (weakly: a
+        # model keeps no optimizer's slots alive)
+        self._stepper: Optional[weakref.ref[Any]] = None
 
     @property
     def branch_multipliers(self) -> Tuple[float, ...]:
@@ -721,6 +725,71 @@ class DecoderModel:
             return source.loss(targets)
         fwd = self.forward(source, record=record, keep=keep)
         return fwd.loss(targets)
+
+    def train_step(self, tokens: Any, targets: Any = None, *, optimizer: Any = None) -> float:
+        """One training step in one call into the core; returns the mean loss as a float.
+
+        The same bits as ``zero_grad()``, ``forward(tokens, keep="training").loss(targets)``,
+        ``backward()``, ``item()`` and, with ``optimizer`` (a :class:`pydepth.optim.Optimizer`
+        over parameters of this model), ``optimizer.step()``: loss, every gradient, every
+        parameter and optimizer slot. ``tokens`` and ``targets`` as in :meth:`loss` (a
+        :class:`pydepth.Batch` brings its own targets). The step's graph is planned on the first
+        step of a batch shape and reused by the next steps of that shape (kept with the model,
+        freed with it); no value of it is handed out. The step holds the model's lock from the
+        forward to the update, so concurrent steps run one at a time.
+
+        Bad tokens, targets or optimizer raise what those calls raise and change nothing. A
+        refusal in the reverse pass (a non-finite adjoint) leaves the gradients at +0.0, as
+        ``zero_grad()`` then the refused ``backward()`` do; a refused optimizer update leaves
+        the gradients of the step and no value or slot changed. Inside :func:`no_grad` the step
+        is refused (it records a graph)."""
+        if not _local.recording:
+            raise ArgumentTypeError("train_step records a training graph; it cannot run inside no_grad()")
+        opt = None if optimizer is None else self._own_optimizer(optimizer)
+        shown, ids, valid, pos, seg, _, batch_targets = self._layout(tokens)
+        if targets is None:
+            if batch_targets is None:
+                raise TokenError("targets are required for a plain token array")
+            shown_targets, tg = batch_targets
+        else:
+            shown_targets, tg = _targets_array(targets, ids.shape)
+        shown_pair = (shown, shown_targets)
+        if opt is None:
+            return self._run_step(ids, tg, valid, pos, seg, shown_pair, None)
+        with opt._turn("train_step()"):
+            loss = self._run_step(ids, tg, valid, pos, seg, shown_pair, opt)
+            opt._step += 1
+        return loss
+
+    def _own_optimizer(self, optimizer: Any) -> Any:
+        """optimizer, once checked to be an Optimizer whose every parameter is this model's."""
+        known = self._stepper
+        if known is not None and known() is optimizer:  # its parameter tuple is fixed for its life
+            return optimizer
+        if not callable(getattr(type(optimizer), "_step_update", None)):  # pydepth.optim.Optimizer (it imports us)
+            raise ArgumentTypeError(f"optimizer must be a pydepth.optim.Optimizer, got {type(optimizer).__name__}")
+        for p in optimizer.parameters:
+            if self._by_name.get(p.name) is not p:
+                raise OptimizerStateError(f"the optimizer updates parameter {p.name!r}, which is not this "
+                                         "model's; train_step steps only an optimizer of this model")
+        self._stepper = weakref.ref(optimizer)
+        return optimizer
+
+    def _run_step(self, ids: np.ndarray, tg: np.ndarray, valid: Any, pos: Any, seg: Any,
+                  shown: Tuple[np.ndarray, np.ndarray], opt: Any) -> float:
+        """The core step, its refusal worded as the call of the stage that stopped would word it."""
+        update = None if opt is None else opt._step_update()
+        step = 0 if opt is None else opt._step + 1
+        try:
+            return self._plan.run(ids, tg.reshape(-1), valid, pos, seg, update, step)
+        except _status.CoreError as err:
+            stage = getattr(err, "stage", _step.STAGE_FORWARD)
+            if stage == _step.STAGE_UPDATE:
+                opt._raise(err)
+            if stage == _step.STAGE_BACKWARD:
+                raise_core(err, param_names=[p.name for p in self._parameters])
+            raise_core(err, token_shape=ids.shape, ids=shown[stage == _step.STAGE_LOSS],
+                       vocabulary_size=self._config.vocabulary_size, masked=valid is not None)
 
     def __repr__(self) -> str:
         c = self._config

@@ -155,6 +155,7 @@ class Optimizer:
     _nonnegative_slots: Tuple[str, ...] = ()  # slots that accumulate squares
     _fields: Tuple[str, ...] = ()  # hyperparameters in the core's order (lr first)
     _factor_fields: Tuple[str, ...] = ()  # hyperparameters a per-parameter factor may scale
+    _bound: Optional[tuple] = None  # (lr, hyper, factors, slots, the update bound to them) of _step_update
 
     def __init__(self, parameters: Iterable[NamedParameter], lr: LearningRate, hyper: Dict[str, float],
                  factors: Any = None) -> None:
@@ -238,6 +239,26 @@ class Optimizer:
             self._raise(err)
         self._step += 1
 
+    def _step_update(self) -> Any:
+        """The core update of the next step with step()'s checks, bound to the slots; a training
+        step (DecoderModel.train_step) runs it. Reused while the rate (its bits), the
+        hyperparameters and the slots stay the same objects. The caller holds this optimizer's turn."""
+        if self._step >= MAX_STEP:
+            raise OptimizerStateError(f"{type(self).__name__} has taken {self._step} steps, the most it counts")
+        lr = self._current_lr(self._step)
+        b = self._bound
+        if (b is not None and b[1] is self._hyper and b[2] is self._factors and b[3] is self._slots
+                and (b[0] is lr or b[0].hex() == lr.hex())):
+            return b[4]
+        self._check(lr)
+        slots = [tuple(a.reshape(-1) for a in self._slots[p.name]) for p in self._params]
+        try:
+            update = _optim._Prepared(self._kind, [p._p for p in self._params], slots, self._core_hparams(lr))
+        except CoreError as err:
+            self._raise(err)
+        self._bound = (lr, self._hyper, self._factors, self._slots, update)
+        return update
+
     def state_dict(self) -> Dict[str, Any]:
         """Copies of everything a resumed run needs: kind, hyperparameters, step, parameter
         names and every slot (float64 arrays shaped like their parameters), as they are between
@@ -289,6 +310,7 @@ class Optimizer:
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
         del state["_turn"]  # a lock is this process's; a copy takes its turns afresh
+        state.pop("_bound", None)  # core pointers into this object's slots: a copy binds its own
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:

@@ -174,3 +174,32 @@ cdef extern from "pd_rms.h":
     int PD_RMS_FLOAT64
     void pd_rms_sums(pd_rms_array *arrays, size_t count, const unsigned char *valid, size_t positions,
                      size_t features, double limit) nogil
+
+cdef extern from "pd_step.h":
+    ctypedef struct pd_step_plan:
+        int planned
+    ctypedef struct pd_batch_in:
+        size_t B, T
+        const int64_t *ids
+        const uint8_t *valid
+        const size_t *pos
+        const size_t *seg_start
+    ctypedef struct pd_step_batch:
+        pd_batch_in in_ "in"
+        const int64_t *targets
+    ctypedef pd_status (*pd_step_update_fn)(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh,
+                                            uint64_t step, pd_error *e) noexcept nogil
+    ctypedef struct pd_step_update:
+        pd_step_update_fn apply
+        const pd_optim_tensor *tensors
+        size_t n, nh
+        const void *hparams
+        uint64_t step
+    pd_status pd_step_sgd(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh, uint64_t step,
+                          pd_error *e) noexcept nogil
+    pd_status pd_step_adamw(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh, uint64_t step,
+                            pd_error *e) noexcept nogil
+    enum: PD_STEP_FORWARD, PD_STEP_LOSS, PD_STEP_BACKWARD, PD_STEP_UPDATE
+    pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_batch *batch,
+                            const pd_step_update *update, double *loss, int *stage, pd_error *e) nogil
+    void pd_step_plan_free(pd_step_plan *plan) nogil

@@ -12,13 +12,15 @@ from ._status import CoreError
 cdef class _Update:
     """One optimizer's hyperparameters in the core's structs (one set shared, or one per tensor),
     with their check and the step."""
-    cdef size_t nh
 
     cdef pd_status check(self, pd_error *e) noexcept:
         return PD_ERR_LAYOUT  # every kind in _UPDATES overrides both
 
     cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
         return PD_ERR_LAYOUT
+
+    cdef void bind(self, pd_step_update *u) noexcept:
+        u.apply = NULL  # the training step's form of step(): every kind in _UPDATES sets it
 
 
 cdef list _sets(object h):
@@ -56,6 +58,9 @@ cdef class _SGD(_Update):
     cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
         return pd_sgd_step(t, n, self.h, self.nh, step, e)
 
+    cdef void bind(self, pd_step_update *u) noexcept:
+        u.apply, u.hparams, u.nh = pd_step_sgd, self.h, self.nh
+
 
 cdef class _AdamW(_Update):
     cdef pd_adamw_hparams *h
@@ -84,6 +89,9 @@ cdef class _AdamW(_Update):
     cdef pd_status step(self, const pd_optim_tensor *t, size_t n, uint64_t step, pd_error *e) noexcept nogil:
         return pd_adamw_step(t, n, self.h, self.nh, step, e)
 
+    cdef void bind(self, pd_step_update *u) noexcept:
+        u.apply, u.hparams, u.nh = pd_step_adamw, self.h, self.nh
+
 
 #: The core's name of each update (pydepth.optim's Optimizer._kind) -> its hyperparameters' type.
 _UPDATES = {"sgd": _SGD, "adamw": _AdamW}
@@ -105,43 +113,53 @@ def optim_check(str kind, object hparams):
         raise_status(st, &e)
 
 
-def optim_step(str kind, list params, list slots, object hparams, uint64_t step):
-    """One update of every parameter: slots[i] is a tuple of writable float64 buffers of
-    params[i].size elements (SGD: (momentum,) or (); AdamW: (exp_avg, exp_avg_sq)); hparams
-    is one tuple shared by every parameter, or a list of one tuple per parameter."""
-    cdef Py_ssize_t n = len(params)
-    cdef pd_error e
-    cdef pd_status st
-    cdef double[::1] buf
-    kind_type = _update_type(kind)
-    if len(slots) != n:
-        raise CoreError(<int>PD_ERR_LAYOUT, len(slots), 0.0, -1, -1)
-    cdef _Update update = kind_type(hparams)
-    cdef pd_optim_tensor *t = <pd_optim_tensor *>calloc(n + 1, sizeof(pd_optim_tensor))
-    if t == NULL:
-        raise MemoryError()
-    views = []  # keeps every exported buffer alive across the nogil call
-    cdef _LockSet held
-    try:
-        held = _LockSet([(<_Param?>p).lock for p in params])
+cdef class _Prepared:
+    """One optimizer's update bound to its tensors and slots (their buffers held) and to the
+    parameters' locks, ready to run at any step count: optim_step runs it once, a training
+    step (_step.pyx) reuses it while the rate, hyperparameters and slots stay the same.
+    slots[i] is a tuple of writable float64 buffers of params[i].size elements (SGD:
+    (momentum,) or (); AdamW: (exp_avg, exp_avg_sq)); hparams is one tuple shared by every
+    parameter, or a list of one tuple per parameter."""
+
+    def __cinit__(self, str kind, list params not None, list slots not None, object hparams):
+        cdef Py_ssize_t n = len(params)
+        cdef double[::1] buf
+        kind_type = _update_type(kind)
+        if len(slots) != n:
+            raise CoreError(<int>PD_ERR_LAYOUT, len(slots), 0.0, -1, -1)
+        self.update = kind_type(hparams)
+        self.n = n
+        self.t = <pd_optim_tensor *>calloc(n + 1, sizeof(pd_optim_tensor))
+        if self.t == NULL:
+            raise MemoryError()
+        self.views = []  # keeps every exported buffer alive across the nogil calls
+        self.held = _LockSet([(<_Param?>p).lock for p in params])
         for i in range(n):
-            t[i].param = &(<_Param?>params[i]).p
+            self.t[i].param = &(<_Param?>params[i]).p
             for k, obj in enumerate(slots[i]):
                 if k >= 2:
                     raise CoreError(<int>PD_ERR_LAYOUT, i, 0.0, <int>i, <int>k + 1)
                 buf = obj
-                if <size_t>buf.shape[0] != t[i].param.size:
+                if <size_t>buf.shape[0] != self.t[i].param.size:
                     raise CoreError(<int>PD_ERR_SHAPE, i, <double>buf.shape[0], <int>i, <int>k + 1)
-                views.append(buf)
+                self.views.append(buf)
                 if buf.shape[0]:  # an empty tensor's slot is never read
-                    t[i].slot[k] = &buf[0]
+                    self.t[i].slot[k] = &buf[0]
                 else:
-                    t[i].slot[k] = t[i].param.value
-        with nogil:
-            held.acquire()  # no reverse pass of a model over these parameters runs meanwhile
-            st = update.step(t, n, step, &e)
-            held.release()
-        if st != PD_OK:
-            raise_status(st, &e)
-    finally:
-        free(t)
+                    self.t[i].slot[k] = self.t[i].param.value
+
+    def __dealloc__(self):
+        free(self.t)
+
+
+def optim_step(str kind, list params, list slots, object hparams, uint64_t step):
+    """One update of every parameter (the operands as _Prepared takes them)."""
+    cdef pd_error e
+    cdef pd_status st
+    cdef _Prepared prep = _Prepared(kind, params, slots, hparams)
+    with nogil:
+        prep.held.acquire()  # no reverse pass of a model over these parameters runs meanwhile
+        st = prep.update.step(prep.t, prep.n, step, &e)
+        prep.held.release()
+    if st != PD_OK:
+        raise_status(st, &e)

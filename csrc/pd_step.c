@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* A whole training step in one call, over a graph planned once per batch shape. */
+#include <string.h>
+#include "pd_step.h"
+#include "pd_backward.h"
+#include "pd_forward.h"
+#include "pd_grad.h"
+#include "optim/pd_adamw.h"
+#include "optim/pd_sgd.h"
+
+pd_status pd_step_sgd(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh, uint64_t step,
+                      pd_error *e) {
+    return pd_sgd_step(t, n, (const pd_sgd_hparams *)hparams, nh, step, e);
+}
+
+pd_status pd_step_adamw(const pd_optim_tensor *t, size_t n, const void *hparams, size_t nh, uint64_t step,
+                        pd_error *e) {
+    return pd_adamw_step(t, n, (const pd_adamw_hparams *)hparams, nh, step, e);
+}
+
+/* The step's forward in the plan's graph (pd_graph_forward_step plans it per batch shape). */
+static pd_status planned_forward(pd_step_plan *plan, const pd_model *m, const pd_step_batch *b, pd_error *e) {
+    pd_status st = pd_graph_forward_step(&plan->g, plan->planned, m, &b->in, e);
+    plan->planned = st == PD_OK; /* a failed forward has freed the graph */
+    return st;
+}
+
+pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_batch *batch,
+                        const pd_step_update *update, double *loss, int *stage, pd_error *e) {
+    *stage = PD_STEP_FORWARD;
+    PD_TRY(planned_forward(plan, m, batch, e));
+    pd_graph *g = &plan->g;
+    *stage = PD_STEP_LOSS;
+    PD_TRY(pd_graph_loss(g, batch->targets, e));
+    /* the reset after every refusable check of the input, so a refused batch changes nothing */
+    pd_grads_zero(m->params, m->n_params);
+    *stage = PD_STEP_BACKWARD;
+    PD_TRY(pd_graph_backward_pass(g, 0, NULL, NULL, NULL, NULL, PD_PASS_COMMIT, e));
+    *loss = g->loss;
+    if (!update) return PD_OK;
+    *stage = PD_STEP_UPDATE;
+    return update->apply(update->tensors, update->n, update->hparams, update->nh, update->step, e);
+}
+
+void pd_step_plan_free(pd_step_plan *plan) {
+    if (plan->planned) pd_graph_free(&plan->g);
+    memset(plan, 0, sizeof *plan);
+}
