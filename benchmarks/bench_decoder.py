@@ -18,10 +18,11 @@ Timed operations (one "step"; the median over repetitions is reported):
               torch: allocate + uniform_ with torch's generator), then drop it
   fwd_nograd  forward + mean loss + .item() without recording (no_grad in both)
   fwd_record  forward + mean loss + .item() recording the graph, graph dropped
-  fwd_bwd     zero_grad + recorded forward + loss + backward + .item() (pydepth records with
-              forward(keep="training"), a training step's memory; --keep all for every value)
-  train_step  the same step as one call: pydepth's DecoderModel.train_step(x, y) (always the
-              training record); torch runs its fwd_bwd step
+  fwd_bwd     a training step: zero_grad + recorded forward + loss + backward + .item(). pydepth
+              runs it as its one call, DecoderModel.train_step(x, y) (the training record);
+              with --keep all, as the five calls with forward(keep="all")
+  fwd_bwd_calls  the same step as pydepth's five separate calls (zero_grad(), forward(keep=...),
+              loss(), backward(), item()); torch runs its fwd_bwd step
 Fast steps are looped inside one repetition (timeit style, about 20 ms per repetition,
 50 ms in the scaling series)
 and the per-step mean of that loop is one sample. A repetition that takes more than a
@@ -69,7 +70,7 @@ SHAPES: Dict[str, Dict[str, Any]] = {
     "laptop": dict(V=16384, W=512, H=8, F=1536, L=8, P=512, kv=2, T=512),
 }
 DEFAULT_SHAPES = ["issue3", "tiny", "small", "medium", "large", "laptop"]
-OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd", "train_step"]
+OPS = ["construct", "fwd_nograd", "fwd_record", "fwd_bwd", "fwd_bwd_calls"]
 # Minimum torch/pydepth ratio of fwd_bwd at every thread count, on every CPU (issues 7, 17, 26).
 TARGETS = {"tiny": 100.0, "small": 50.0}
 # Minimum torch/pydepth ratio of fwd_bwd by CPU kind (cpu_kind()), at 1 and 2 threads (issue 39):
@@ -161,7 +162,7 @@ class PydepthRunner:
 
         keep = self.spec.get("keep", "training")
 
-        def fwd_bwd() -> float:
+        def fwd_bwd_calls() -> float:
             m.zero_grad()
             loss = m.forward(x, keep=keep).loss(y)
             loss.backward()
@@ -170,8 +171,10 @@ class PydepthRunner:
         def train_step() -> float:
             return m.train_step(x, y)
 
+        # the step as pydepth's one call; train_step always keeps the training record
+        fwd_bwd = train_step if keep == "training" else fwd_bwd_calls
         return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
-                "fwd_bwd": fwd_bwd, "train_step": train_step}[op]
+                "fwd_bwd": fwd_bwd, "fwd_bwd_calls": fwd_bwd_calls}[op]
 
 
 class TorchRunner:
@@ -229,7 +232,7 @@ class TorchRunner:
             return loss.item()
 
         return {"construct": construct, "fwd_nograd": fwd_nograd, "fwd_record": fwd_record,
-                "fwd_bwd": fwd_bwd, "train_step": fwd_bwd}[op]  # torch's training step either way
+                "fwd_bwd": fwd_bwd, "fwd_bwd_calls": fwd_bwd}[op]  # torch's training step either way
 
 
 def _rss_mb() -> float:

@@ -2,15 +2,16 @@
 """Where pydepth's fwd_bwd time goes, for one benchmark shape.
 
     python benchmarks/profile_decoder.py --shape small [--threads 1] [--steps 500] [--cprofile]
-        [--op fwd_bwd|train_step]
+        [--op fwd_bwd|fwd_bwd_calls]
     perf record -g -o pd.perf python benchmarks/profile_decoder.py --shape medium --steps 5
     perf report -i pd.perf --no-children --stdio | grep -E '^ +[0-9]' | head -20
 
-Runs zero_grad + recorded forward + loss + backward (--op fwd_bwd, the default) or one
-DecoderModel.train_step call (--op train_step) `steps` times (after two warm-up steps) and
-prints the mean step time, split into the Python facade's share (cProfile tottime of Python
-functions) and the C core's share when --cprofile is given. Without --cprofile it only loops,
-which is what an external sampler (perf, py-spy) needs.
+Runs a training step as bench_decoder.py's op of that name does it: one
+DecoderModel.train_step call (--op fwd_bwd, the default) or zero_grad + recorded forward
+(keep="training") + loss + backward as separate calls (--op fwd_bwd_calls), `steps` times
+(after two warm-up steps) and prints the mean step time, split into the Python facade's share
+(cProfile tottime of Python functions) and the C core's share when --cprofile is given. Without
+--cprofile it only loops, which is what an external sampler (perf, py-spy) needs.
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
-    ap.add_argument("--op", default="fwd_bwd", choices=["fwd_bwd", "train_step"],
-                    help="the separate calls, or the step in one call")
+    ap.add_argument("--op", default="fwd_bwd", choices=["fwd_bwd", "fwd_bwd_calls"],
+                    help="the step in one call, or as the separate calls")
     args = ap.parse_args(argv)
 
     import pydepth
@@ -45,15 +46,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model = pydepth.DecoderModel(cfg, pydepth.SplitMix64(s.get("seed", 1)))
     x, y = _tokens(s)
 
-    def fwd_bwd() -> None:
+    def fwd_bwd_calls() -> None:
         model.zero_grad()
-        loss = model.forward(x).loss(y)
+        loss = model.forward(x, keep="training").loss(y)
         loss.backward()
 
-    def train_step() -> None:
+    def fwd_bwd() -> None:
         model.train_step(x, y)
 
-    step = {"fwd_bwd": fwd_bwd, "train_step": train_step}[args.op]
+    step = {"fwd_bwd": fwd_bwd, "fwd_bwd_calls": fwd_bwd_calls}[args.op]
 
     for _ in range(2):
         step()

@@ -160,12 +160,22 @@ static void bsum_add(struct pd_csum_s *s, const double *b, size_t kb, size_t col
         for (size_t k = 0; k < kb; k++) pd_csum_add_rows(s, b + k * rsb, cols, csb, 1);
 }
 
-/* One panel, dst[k*nr + j] = B(k, j) for j < cols, zero-padded to nr columns; its terms into s when
- * given (the panel's source was just read: no second trip to memory; a row-major B's rows feed
- * the copy and the terms from one read). */
-static void pack_b(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb, double *dst, int nr,
-                   const pd_packers *pk, pd_gather_fn gather, struct pd_csum_s *s) {
-    const size_t w = (size_t)nr;
+/* One k-block of B: kb rows by nb columns from src, as pd_product lays them out. */
+typedef struct {
+    const double *src;
+    size_t rsb, csb, kb, nb;
+} b_block;
+
+/* Panel jr of the block, dst[k*nr + j] = B(k, jr + j) for j < cols, zero-padded to nr columns;
+ * its terms into s when given (the panel's source was just read: no second trip to memory; a
+ * row-major B's rows feed the copy and the terms from one read). */
+static void pack_b(const pd_gemm_path *p, const b_block *bk, size_t jr, double *dst, struct pd_csum_s *s) {
+    const int nr = p->nr;
+    const size_t w = (size_t)nr, kb = bk->kb, rsb = bk->rsb, csb = bk->csb;
+    const size_t cols = bk->nb - jr < w ? bk->nb - jr : w;
+    const double *b = bk->src + jr * csb;
+    const pd_packers *pk = pd_packers_for(p);
+    const pd_gather_fn gather = pd_gather_for(p);
     if (csb == 1 && s) {
         pd_csum_pack_rows(s, b, kb, rsb, cols, dst, w);
         return;
@@ -215,20 +225,13 @@ static void prefetch_some(pf_cursor *c, size_t n) {
     }
 }
 
-/* One k-block of B: kb rows by nb columns from src, as pd_product lays them out. */
-typedef struct {
-    const double *src;
-    size_t rsb, csb, kb, nb;
-} b_block;
-
 /* The first row block packs panel jr just before its tiles (its source is then read while
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
  * returns how many of its lines each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
                          pf_cursor *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
-    pack_b(kb, nb - jr < nr ? nb - jr : nr, b->src + jr * b->csb, b->rsb, b->csb, dst, p->nr, pd_packers_for(p),
-           pd_gather_for(p), s);
+    pack_b(p, b, jr, dst, s);
     if (jr + nr >= nb) return 0;
     *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
