@@ -427,9 +427,19 @@ pd_status pd_graph_backward(pd_graph *g, size_t n_sel, const int *sel_block, con
     return pd_graph_backward_pass(g, n_sel, sel_block, sel_kind, out, found, PD_PASS_COMMIT, e);
 }
 
+/* Each PD_PASS_* mode: which gradients take their contribution directly, whether it commits. */
+static const struct {
+    int direct, commit;
+} PASS_MODES[] = {
+    [PD_PASS_WAIT] = {PD_DIRECT_NONE, 0},
+    [PD_PASS_COMMIT] = {PD_DIRECT_ZEROS, 1},
+    [PD_PASS_WAIT_IN_PLACE] = {PD_DIRECT_ZEROS, 0},
+    [PD_PASS_COMMIT_OVER] = {PD_DIRECT_OVER, 1},
+};
+
 pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block, const int *sel_kind,
                                  double **out, uint8_t *found, int mode, pd_error *e) {
-    if (mode != PD_PASS_COMMIT && mode != PD_PASS_WAIT_IN_PLACE) mode = PD_PASS_WAIT;
+    if (mode < 0 || (size_t)mode >= sizeof PASS_MODES / sizeof PASS_MODES[0]) mode = PD_PASS_WAIT;
     const pd_model *m = g->model;
     /* The alias guard's values check (docs/numerics-concurrency.md C5): a pass that writes no
      * caller buffer takes the checksums from the products that pack the weights and compares
@@ -448,8 +458,8 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     backward_scratch s;
     memset(&s, 0, sizeof s);
     s.csum = cs;
-    st = pd_grad_txn_open(&t, m, mode != PD_PASS_WAIT, e);
-    t.eager = mode == PD_PASS_COMMIT;
+    st = pd_grad_txn_open(&t, m, PASS_MODES[mode].direct, e);
+    t.eager = PASS_MODES[mode].commit;
     if (st == PD_OK) st = scratch_alloc(&s, g, &t, e);
     if (st == PD_OK) st = reverse(g, &sel, &s, e);
     scratch_free(&s);
@@ -457,5 +467,5 @@ pd_status pd_graph_backward_pass(pd_graph *g, size_t n_sel, const int *sel_block
     const pd_status same = cs ? pd_graph_same_values(g, cs, e) : PD_OK;
     if (same != PD_OK) st = same;
     free(cs);
-    return pd_grad_txn_end(g, &t, mode, st, e);
+    return pd_grad_txn_end(g, &t, st, e);
 }

@@ -149,13 +149,15 @@ static void txn_drop(const pd_model *m, pd_grad_txn *t) {
     txn_free(t);
 }
 
-/* Parameter i may take its contribution in place: its gradient is +0.0 and no other slot of
- * the table names the same parameter (each slot's contribution needs its own buffer then). */
-static int direct_ok(const pd_model *m, size_t i) {
-    return m->params[i]->grad_zero && !m->shared[i];
+/* Parameter i may take its contribution in place: no other slot of the table names the same
+ * parameter (each slot's contribution needs its own buffer then), and its gradient is +0.0
+ * unless the caller lets the pass write over it. */
+static int direct_ok(const pd_model *m, size_t i, int direct) {
+    if (m->shared[i]) return 0;
+    return direct == PD_DIRECT_OVER || (direct == PD_DIRECT_ZEROS && m->params[i]->grad_zero);
 }
 
-pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_error *e) {
+pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int direct, pd_error *e) {
     const size_t np = m->n_params;
     memset(t, 0, sizeof *t);
     t->grad = calloc(np ? np : 1, sizeof(double *));
@@ -164,7 +166,7 @@ pd_status pd_grad_txn_open(pd_grad_txn *t, const pd_model *m, int in_place, pd_e
     if (!t->grad || !t->direct || !t->settled) return pd_fail(e, PD_ERR_ALLOC, np, 0.0, -1, -1);
     size_t total = 0;
     for (size_t i = 0; i < np; i++) {
-        t->direct[i] = (uint8_t)(in_place && direct_ok(m, i));
+        t->direct[i] = (uint8_t)direct_ok(m, i, direct);
         if (!t->direct[i]) total += m->params[i]->size;
     }
     t->arena = pd_buf_get(total, 0, e);
@@ -200,8 +202,8 @@ static pd_status keep_pending(pd_graph *g, pd_grad_txn *t, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, int mode, pd_status st, pd_error *e) {
-    if (st == PD_OK && mode != PD_PASS_COMMIT) return keep_pending(g, t, e);
+pd_status pd_grad_txn_end(pd_graph *g, pd_grad_txn *t, pd_status st, pd_error *e) {
+    if (st == PD_OK && !t->eager) return keep_pending(g, t, e);
     if (st == PD_OK) st = txn_commit(g->model, t, e);
     if (st != PD_OK) restore_direct(g->model, t);
     txn_free(t);

@@ -25,6 +25,14 @@ static pd_status planned_forward(pd_step_plan *plan, const pd_model *m, const pd
     return st;
 }
 
+/* The reset before the pass: a gradient named by one slot takes its contribution over its old
+ * values (PD_PASS_COMMIT_OVER, the bits of a reset first), so only the shared ones, whose
+ * slots' contributions add up in them, are zeroed here. */
+static void reset_shared(const pd_model *m) {
+    for (size_t i = 0; i < m->n_params; i++)
+        if (m->shared[i] && !m->params[i]->grad_zero) pd_grad_zero(m->params[i]);
+}
+
 pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_batch *batch,
                         const pd_step_update *update, double *loss, int *stage, pd_error *e) {
     *stage = PD_STEP_FORWARD;
@@ -33,9 +41,13 @@ pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_bat
     *stage = PD_STEP_LOSS;
     PD_TRY(pd_graph_loss(g, batch->targets, e));
     /* the reset after every refusable check of the input, so a refused batch changes nothing */
-    pd_grads_zero(m->params, m->n_params);
+    reset_shared(m);
     *stage = PD_STEP_BACKWARD;
-    PD_TRY(pd_graph_backward_pass(g, 0, NULL, NULL, NULL, NULL, PD_PASS_COMMIT, e));
+    const pd_status st = pd_graph_backward_pass(g, 0, NULL, NULL, NULL, NULL, PD_PASS_COMMIT_OVER, e);
+    if (st != PD_OK) { /* the reset then a refused pass: +0.0 everywhere, reached by the pass or not */
+        pd_grads_zero(m->params, m->n_params);
+        return st;
+    }
     *loss = g->loss;
     if (!update) return PD_OK;
     *stage = PD_STEP_UPDATE;

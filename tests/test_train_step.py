@@ -367,3 +367,112 @@ def test_ctrl_c_stops_a_train_step_with_nothing_half_committed_and_the_model_usa
                          text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["interrupted True", "usable True"], out.stdout
+
+
+# ---- the step's reset is its pass: every gradient written over, never zeroed first (issue 39)
+
+GARBAGE = np.array([np.nan, -0.0, 1e300, -np.inf, 3.5, -np.nan], dtype=np.float64)
+
+
+def _fill_gradients(model, seed):
+    """Every gradient set to non-finite and signed-zero garbage, values and revision kept."""
+    rng = np.random.default_rng(seed)
+    for p in model.parameters:
+        junk = GARBAGE[rng.integers(0, GARBAGE.size, p._p.size)]
+        p._p.restore(np.ascontiguousarray(p.value).reshape(-1), junk, p.revision)
+        assert not p._p.grad_known_zero
+
+
+def _sparse_tokens(shape, seed):
+    """Ids and targets drawn from the first 7 ids of a larger vocabulary: most rows untouched."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 7, shape), rng.integers(0, 7, shape)
+
+
+def _segmented(vocabulary, seed):
+    """Two rows: two segments in the first, padding ending the second."""
+    rng = np.random.default_rng(seed)
+    tok, tgt = rng.integers(0, vocabulary, (2, 8)), rng.integers(0, vocabulary, (2, 8))
+    seg = np.array([[0, 0, 0, 1, 1, 1, 1, 1], [2, 2, 2, 2, 2, -1, -1, -1]])
+    return Batch(np.where(seg < 0, -1, tok), np.where(seg < 0, -1, tgt), seg), None
+
+
+# (config, batch maker): every contribution the pass writes, at every shape class that changes how
+OVERWRITE_CASES = {
+    "tokens": (CFG, lambda s: _tokens(s)),
+    "segments and padding": (CFG, lambda s: _segmented(CFG.vocabulary_size, s)),
+    "no blocks": (DecoderConfig(61, 12, 2, 20, 0, 16), lambda s: _tokens(s)),
+    "grouped-query attention": (DecoderConfig(61, 16, 4, 20, 2, 16, kv_heads=2), lambda s: _tokens(s)),
+    # two head row blocks of E, packed products, most of the vocabulary absent from the batch
+    "wide sparse vocabulary": (
+        DecoderConfig(1100, 64, 4, 96, 1, 16, kv_heads=1),
+        lambda s: _sparse_tokens((2, 12), s),
+    ),
+    "wide sparse segmented": (DecoderConfig(1100, 64, 4, 96, 1, 16, kv_heads=2), lambda s: _segmented(7, s)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERWRITE_CASES))
+def test_a_train_step_over_garbage_gradients_gives_the_five_call_bits_on_every_path(case):
+    cfg, make = OVERWRITE_CASES[case]
+    for path, threads in _each_path_and_thread_count():
+        base = DecoderModel(cfg, SplitMix64(3))
+        a, b = base.clone(), base.clone()
+        oa, ob = SGD(a.parameters, lr=0.05, momentum=0.9), SGD(b.parameters, lr=0.05, momentum=0.9)
+        for step in range(2):
+            _fill_gradients(b, step)
+            src, tgt = make(step)
+            want = _five_calls(a, src, tgt, oa)
+            got = b.train_step(src, tgt, optimizer=ob)
+            assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64), (case, path, threads, step)
+            assert _same(_state(b, ob), _state(a, oa)), (case, path, threads, step)
+            assert not any(p._p.grad_known_zero for p in b.parameters)  # committed: no longer known +0.0
+
+
+def test_a_backward_after_a_train_step_over_garbage_adds_to_the_step_gradients():
+    a, _, b, _ = _pair("none")
+    _fill_gradients(b, 1)
+    tokens, targets = _tokens(1)
+    _five_calls(a, tokens, targets)
+    b.train_step(tokens, targets)
+    for m in (a, b):  # no zero_grad: the pass must add to what the step left, as the flags say
+        m.forward(*_tokens(2)[:1], keep="training").loss(_tokens(2)[1]).backward()
+    assert _same(_state(b), _state(a))
+
+
+def _zero_and_known(model):
+    return all(not np.any(p.grad.view(np.uint64)) and p._p.grad_known_zero for p in model.parameters)
+
+
+def test_a_non_finite_reverse_pass_over_garbage_leaves_every_gradient_plus_zero_then_steps_freshly():
+    base, ids, tgt = _overflowing_model()
+    model = base.clone()
+    _fill_gradients(model, 4)
+    with pytest.raises(pydepth.NonFiniteError):
+        model.train_step(ids, tgt)
+    assert _zero_and_known(model)  # every bit +0.0, and the core knows it
+    # the next step, on a batch whose pass is finite, has the bits of a fresh model's five calls
+    twin = base.clone()  # the same values and revisions as the model, its gradients +0.0
+    finite = base.parameter("token_embedding.weight").snapshot()
+    finite[7] = 0.0
+    for m in (model, twin):
+        m.parameter("token_embedding.weight").assign(finite)
+    ok_ids, ok_tgt = np.full((1, 48), 3), np.full((1, 48), 4)
+    want = _five_calls(twin, ok_ids, ok_tgt)
+    got = model.train_step(ok_ids, ok_tgt)
+    assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+    assert _same(_state(model), _state(twin))
+
+
+def test_a_refused_batch_after_a_step_keeps_its_gradients_and_the_next_step_is_exact():
+    a, oa, b, ob = _pair("adamw")
+    for m, o in ((a, oa), (b, ob)):
+        m.train_step(*_tokens(1), optimizer=o)
+    before = _state(b, ob)
+    with pytest.raises(pydepth.errors.TokenError):
+        b.train_step(_tokens(2)[0], np.full((2, 9), CFG.vocabulary_size), optimizer=ob)
+    assert _same(_state(b, ob), before)  # refused before the reset: nothing changed
+    want = _five_calls(a, *_tokens(3), oa)
+    got = b.train_step(*_tokens(3), optimizer=ob)
+    assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+    assert _same(_state(b, ob), _state(a, oa))
