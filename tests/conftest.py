@@ -169,6 +169,28 @@ def each_path_and_thread_count():
         pydepth.set_num_threads(old_threads)
 
 
+def overflowing_model():
+    """(model, ids, targets): a tiny embedding input and a huge unused class keep the forward
+    finite while the reverse pass overflows after the head has written its contributions in place."""
+    from pydepth import DecoderConfig, DecoderModel, SplitMix64
+    cfg = DecoderConfig(20, 4, 1, 4, 1, 64)
+    model = DecoderModel(cfg, SplitMix64(11))
+    for n in ("blocks.0.attention.output.weight", "blocks.0.ffn.down.weight"):
+        p = model.parameter(n)
+        p.assign(p.snapshot() * 1e-6)
+    ids = np.full((1, 48), 1)
+    emb = model.parameter("token_embedding.weight")
+    v = emb.snapshot()
+    v[1] *= 1e-2
+    emb.assign(v)
+    fo = model.forward(ids).final_norm_output.value[0, 0]
+    k = int(np.argmax(np.abs(fo)))
+    v[7] = 0.0
+    v[7, k] = 1e306 * np.sign(fo[k])
+    emb.assign(v)
+    return model, ids, np.full((1, 48), 2)
+
+
 @pytest.fixture
 def kernel_path_restored():
     """Restores the dispatch path a test changes."""

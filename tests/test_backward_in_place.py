@@ -12,6 +12,7 @@ import pytest
 
 import pydepth
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64
+from conftest import overflowing_model
 
 CONFIGS = [DecoderConfig(20, 4, 1, 4, 1, 8), DecoderConfig(31, 8, 4, 12, 3, 16, kv_heads=2),
            DecoderConfig(266, 4, 1, 4, 8, 4)]
@@ -108,29 +109,8 @@ def test_restored_negative_zero_gradients_accumulate_like_the_buffered_pass():
     assert same_bits(grad_bits(models[0]), grad_bits(models[1]))
 
 
-def _overflowing_model():
-    """A tiny embedding input and a huge unused class keep the forward finite while the
-    reverse pass overflows after the head has written its contributions in place."""
-    cfg = DecoderConfig(20, 4, 1, 4, 1, 64)
-    model = DecoderModel(cfg, SplitMix64(11))
-    for n in ("blocks.0.attention.output.weight", "blocks.0.ffn.down.weight"):
-        p = model.parameter(n)
-        p.assign(p.snapshot() * 1e-6)
-    ids = np.full((1, 48), 1)
-    emb = model.parameter("token_embedding.weight")
-    v = emb.snapshot()
-    v[1] *= 1e-2
-    emb.assign(v)
-    fo = model.forward(ids).final_norm_output.value[0, 0]
-    k = int(np.argmax(np.abs(fo)))
-    v[7] = 0.0
-    v[7, k] = 1e306 * np.sign(fo[k])
-    emb.assign(v)
-    return model, ids, np.full((1, 48), 2)
-
-
 def test_a_fresh_pass_refused_midway_leaves_every_gradient_plus_zero():
-    model, ids, tgt = _overflowing_model()
+    model, ids, tgt = overflowing_model()
     loss = model.loss(ids, tgt)
     assert np.isfinite(loss.item())
     with pytest.raises(pydepth.NonFiniteError) as direct_err:

@@ -18,7 +18,7 @@ import pytest
 import pydepth
 from pydepth import Batch, DecoderConfig, DecoderModel, SplitMix64
 from pydepth.optim import SGD, AdamW, WarmupCosine
-from conftest import kernel_paths
+from conftest import each_path_and_thread_count, overflowing_model
 
 CFG = DecoderConfig(61, 12, 2, 20, 2, 16)
 
@@ -74,25 +74,10 @@ def _pair(kind):
     return a, OPTIMIZERS[kind](a), b, OPTIMIZERS[kind](b)
 
 
-def _each_path_and_thread_count():
-    """(path, threads) for every supported path at 1 and 2 threads, restoring both after."""
-    from pydepth._native import _runtime
-    old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
-    try:
-        for path in kernel_paths():
-            assert _runtime.force_kernel_path(path)
-            for threads in (1, 2):
-                pydepth.set_num_threads(threads)
-                yield path, threads
-    finally:
-        _runtime.force_kernel_path(old_path)
-        pydepth.set_num_threads(old_threads)
-
-
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("batched", [False, True], ids=["tokens", "batch"])
 def test_a_train_step_gives_the_five_call_bits_on_every_path_and_thread_count(kind, batched):
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         a, oa, b, ob = _pair(kind)
         for step in range(4):
             if batched:
@@ -190,28 +175,8 @@ def test_a_refused_batch_raises_what_the_five_calls_raise(case):
     assert type(one.value) is type(five.value) and str(one.value) == str(five.value)
 
 
-def _overflowing_model():
-    """A finite forward whose reverse pass overflows: a huge unused embedding row."""
-    cfg = DecoderConfig(20, 4, 1, 4, 1, 64)
-    model = DecoderModel(cfg, SplitMix64(11))
-    for n in ("blocks.0.attention.output.weight", "blocks.0.ffn.down.weight"):
-        p = model.parameter(n)
-        p.assign(p.snapshot() * 1e-6)
-    ids = np.full((1, 48), 1)
-    emb = model.parameter("token_embedding.weight")
-    v = emb.snapshot()
-    v[1] *= 1e-2
-    emb.assign(v)
-    fo = model.forward(ids).final_norm_output.value[0, 0]
-    k = int(np.argmax(np.abs(fo)))
-    v[7] = 0.0
-    v[7, k] = 1e306 * np.sign(fo[k])
-    emb.assign(v)
-    return model, ids, np.full((1, 48), 2)
-
-
 def test_a_non_finite_reverse_pass_is_refused_as_backward_refuses_it():
-    base, ids, tgt = _overflowing_model()
+    base, ids, tgt = overflowing_model()
     a, b = base.clone(), base.clone()
     oa, ob = SGD(a.parameters, lr=0.1), SGD(b.parameters, lr=0.1)
     with pytest.raises(pydepth.NonFiniteError) as five:
@@ -415,7 +380,7 @@ OVERWRITE_CASES = {
 @pytest.mark.parametrize("case", sorted(OVERWRITE_CASES))
 def test_a_train_step_over_garbage_gradients_gives_the_five_call_bits_on_every_path(case):
     cfg, make = OVERWRITE_CASES[case]
-    for path, threads in _each_path_and_thread_count():
+    for path, threads in each_path_and_thread_count():
         base = DecoderModel(cfg, SplitMix64(3))
         a, b = base.clone(), base.clone()
         oa, ob = SGD(a.parameters, lr=0.05, momentum=0.9), SGD(b.parameters, lr=0.05, momentum=0.9)
@@ -445,7 +410,7 @@ def _zero_and_known(model):
 
 
 def test_a_non_finite_reverse_pass_over_garbage_leaves_every_gradient_plus_zero_then_steps_freshly():
-    base, ids, tgt = _overflowing_model()
+    base, ids, tgt = overflowing_model()
     model = base.clone()
     _fill_gradients(model, 4)
     with pytest.raises(pydepth.NonFiniteError):
