@@ -53,17 +53,17 @@ static int small_swapped(const pd_gemm_path *path, const pd_product *p, double *
 }
 
 void pd_mm_small(const pd_gemm_path *path, const pd_product *p, double *bt) {
-    pd_product q = *p;
     const size_t K = p->K, N = p->N, rsb = p->rsb, csb = p->csb;
-    if (csb != 1 && small_swapped(path, p, bt)) return;
-    if (csb != 1) { /* bt[k*N + n] = B(k, n); the callers' transposed B has rsb == 1 */
-        if (rsb == 1) pd_transpose_for(path)(K, N, p->B, csb, bt);
-        else
-            for (size_t n = 0; n < N; n++)
-                for (size_t k = 0; k < K; k++) bt[k * N + n] = p->B[k * rsb + n * csb];
-        q.B = bt;
-        q.rsb = N;
-        q.csb = 1;
+    if (csb == 1) { /* p as given: a copy of it would reload fields just stored (a store-forward stall) */
+        small_kernel(path)(p);
+        return;
     }
+    if (small_swapped(path, p, bt)) return;
+    /* bt[k*N + n] = B(k, n); the callers' transposed B has rsb == 1 */
+    if (rsb == 1) pd_transpose_for(path)(K, N, p->B, csb, bt);
+    else
+        for (size_t n = 0; n < N; n++)
+            for (size_t k = 0; k < K; k++) bt[k * N + n] = p->B[k * rsb + n * csb];
+    const pd_product q = {p->M, K, N, p->A, p->rsa, p->csa, bt, N, 1, p->C, p->ldc, p->acc, NULL};
     small_kernel(path)(&q);
 }
