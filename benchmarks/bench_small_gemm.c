@@ -23,7 +23,7 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    static const size_t shapes[][3] = {{16, 16, 16},  {16, 16, 20},  {16, 16, 266}, {266, 16, 16},
+    static const size_t shapes[][3] = {{16, 16, 16},  {16, 16, 20},  {16, 20, 16},  {16, 8, 16},   {16, 16, 8},   {16, 16, 266}, {266, 16, 16}, {16, 266, 16},
                                        {32, 32, 32},  {48, 48, 48},  {64, 32, 64},  {64, 64, 64},
                                        {16, 128, 128}, {128, 16, 128}, {96, 96, 96}, {128, 128, 128}};
     if (argc > 1 && !pd_force_kernel_path(argv[1])) {
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
                 const double t = (now() - t0) / (double)reps;
                 if (t < best[kind]) best[kind] = t;
             }
-        printf("%5zu %5zu %5zu %9zu %9.2f %9.2f %9.2f\n", M, K, N, M * K * N, best[0] * 1e6, best[1] * 1e6,
+        printf("%5zu %5zu %5zu %9zu %9.3f %9.3f %9.3f\n", M, K, N, M * K * N, best[0] * 1e6, best[1] * 1e6,
                best[2] * 1e6);
         free(A); free(B); free(C);
     }

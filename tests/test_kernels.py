@@ -15,7 +15,7 @@ import pytest
 
 import pydepth as pd
 from pydepth._native import _runtime, _testing
-from conftest import KERNEL_PATH_NAMES, bits, kernel_paths, native_binaries
+from conftest import KERNEL_PATH_NAMES, bits, each_path_and_thread_count, kernel_paths, native_binaries
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
@@ -124,6 +124,32 @@ def test_small_products_bit_exact_at_every_tile_edge(kernel_state, path, kind):
                     got = run(kind, a, b, c0, acc)
                     want = reference(kind, a, b, c0, acc)
                     assert np.array_equal(bits(got), bits(want)), (path, kind, m, k, n, acc)
+
+
+# Every unpacked shape up to 40 on each side (gemm_small*.c, the AVX-512 k-major copy's masked
+# edge blocks, and AVX-512's transposed stores for an nt product with M < N). One reference per
+# K on 40 x 40 operands serves every smaller product: a corner's outputs sum the same terms in
+# the same order.
+SWEEP = 40
+
+
+@pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
+def test_small_products_bit_exact_at_every_shape_up_to_40_on_every_path_and_thread_count(kernel_state, kind):
+    rng = np.random.default_rng(sum(map(ord, kind)) + SWEEP)
+    for k in range(1, SWEEP + 1):
+        a, b = operands(kind, SWEEP, k, SWEEP, rng)
+        a[rng.random(a.shape) < 0.1] = -0.0  # products of -0.0: each sum starts at +0.0
+        c0 = np.where(rng.random((SWEEP, SWEEP)) < 0.2, -0.0, rng.standard_normal((SWEEP, SWEEP)))
+        s = reference(kind, a, b, c0, False)
+        corners = [(m, n) for m in range(1, SWEEP + 1) for n in range(1, SWEEP + 1)]
+        a_of = {m: np.ascontiguousarray(a[:, :m] if kind == "tn" else a[:m]) for m in range(1, SWEEP + 1)}
+        b_of = {n: np.ascontiguousarray(b[:n] if kind == "nt" else b[:, :n]) for n in range(1, SWEEP + 1)}
+        for path, threads in each_path_and_thread_count():
+            for m, n in corners:
+                for acc in (False, True):
+                    got = run(kind, a_of[m], b_of[n], np.ascontiguousarray(c0[:m, :n]), acc)
+                    want = c0[:m, :n] + s[:m, :n] if acc else s[:m, :n]
+                    assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
 
 
 # Packed products with a transposed operand (transpose*.c): panels of 16 (AVX-512) and 8 (AVX2)

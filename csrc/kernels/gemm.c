@@ -25,6 +25,9 @@
 #ifndef PD_SMALL_MACS
 #define PD_SMALL_MACS (1u << 18)
 #endif
+/* The k-major copy of a small product's transposed operand up to this many doubles lives on
+ * the stack (16 x 20 weights, attention's head slices, X Eᵀ's 16 x 16 rows: 8 KiB). */
+#define PD_SMALL_LOCAL 1024
 #define PD_TILE_MAX (8 * 16)
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
 
@@ -393,7 +396,8 @@ static void gemm(const pd_product *q) {
     if (M == 0 || N == 0) return;
     const double macs = (double)M * (double)N * (double)K;
     if (K == 0 || macs < PD_SMALL_MACS) { /* unpacked; a transposed B is copied k-major first */
-        double *bt = q->csb == 1 ? NULL : scratch_get(K * N);
+        _Alignas(64) double local[PD_SMALL_LOCAL]; /* most transposed Bs: no thread-local lookup */
+        double *bt = q->csb == 1 ? NULL : K * N <= PD_SMALL_LOCAL ? local : scratch_get(K * N);
         if (q->csb == 1 || bt) pd_mm_small(current_path(), q, bt);
         else pd_mm_ref(q); /* no memory for the copy */
         bsum_add(q->bsum, q->B, K, N, q->rsb, q->csb); /* B is still in cache */

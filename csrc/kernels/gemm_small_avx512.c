@@ -7,6 +7,7 @@
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "gemm_small.h"
+#include "t8_avx512.h"
 
 #define R 8
 
@@ -90,6 +91,52 @@ PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
             if (m1) tile_8x2(p, i, j, rows, m0, m1);
             else tile_8x1(p, i, j, rows, m0);
         }
+    }
+}
+
+/* Column vector v of the tile stored transposed: the 8 rows' sums of lanes l become C row
+ * j + 8v + l, columns i .. i + rows (masked), one register transpose per vector. */
+#define OUT_T(v)                                                                                 \
+    do {                                                                                         \
+        const __m512d r[8] = {s0##v, s1##v, s2##v, s3##v, s4##v, s5##v, s6##v, s7##v};           \
+        __m512d o[8];                                                                            \
+        pd_t8_avx512(r, o);                                                                      \
+        for (size_t l = 0; l < 8; l++)                                                           \
+            if (m##v >> l & 1u) {                                                                \
+                double *cr = c + (8 * (v) + l) * ldc;                                            \
+                __m512d x = o[l];                                                                \
+                if (acc) x = _mm512_add_pd(_mm512_maskz_loadu_pd(rm, cr), x); /* C + s */       \
+                _mm512_mask_storeu_pd(cr, rm, x);                                                \
+            }                                                                                    \
+    } while (0)
+
+/* tile_8x2 with the tile stored transposed: C(j + l, i + r) for the product's (i + r, j + l). */
+PD_TARGET("avx512f") static void tile_8x2_t(const pd_product *p, size_t i, size_t j, size_t rows,
+                                            __mmask8 m0, __mmask8 m1) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + j * ldc + i;
+    const int acc = p->acc;
+    const __mmask8 rm = (__mmask8)((1u << rows) - 1u);
+    ROWS(ROWPTR);
+    ALL(ZERO, 0);
+    ALL(ZERO, 1);
+    if ((m0 & m1) == 0xFF)
+        KLOOP(const __m512d b0 = _mm512_loadu_pd(b); const __m512d b1 = _mm512_loadu_pd(b + 8),
+              ALL(STEP, 0); ALL(STEP, 1))
+    else
+        KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b); const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8),
+              ALL(STEP, 0); ALL(STEP, 1))
+    OUT_T(0);
+    if (m1) OUT_T(1);
+}
+
+PD_TARGET("avx512f") void pd_small_avx512_ct(const pd_product *p) {
+    const size_t M = p->M, N = p->N;
+    for (size_t j = 0; j < N; j += 16) {
+        const size_t cols = N - j < 16 ? N - j : 16;
+        const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
+        for (size_t i = 0; i < M; i += R) tile_8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
     }
 }
 #else

@@ -7,7 +7,8 @@
 #include "ukernel.h"
 
 /* bt[k*N + n] = B[n*ldb + k] (a transposed B made k-major); the vector paths move full blocks
- * in registers and leave the k >= k0 columns and n >= n0 rows to pd_transpose_edges. */
+ * in registers, AVX-512 its edge blocks too (masked), AVX2 leaves the k >= k0 columns and
+ * n >= n0 rows to pd_transpose_edges. */
 typedef void (*pd_transpose_fn)(size_t K, size_t N, const double *B, size_t ldb, double *bt);
 void pd_transpose_generic(size_t K, size_t N, const double *B, size_t ldb, double *bt);
 void pd_transpose_avx2(size_t K, size_t N, const double *B, size_t ldb, double *bt);
