@@ -59,6 +59,19 @@ PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t 
     ALL(OUT, 0);
 }
 
+/* The sums of an 8-row tile of two column vectors (masks m0, m1), read by the tile stored
+ * as it is and the tile stored transposed. */
+#define SUMS_8X2                                                                                 \
+    ROWS(ROWPTR);                                                                                \
+    ALL(ZERO, 0);                                                                                \
+    ALL(ZERO, 1);                                                                                \
+    if ((m0 & m1) == 0xFF)                                                                       \
+        KLOOP(const __m512d b0 = _mm512_loadu_pd(b); const __m512d b1 = _mm512_loadu_pd(b + 8),  \
+              ALL(STEP, 0); ALL(STEP, 1))                                                        \
+    else                                                                                         \
+        KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b);                                   \
+              const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8), ALL(STEP, 0); ALL(STEP, 1))
+
 /* The tile of rows [i, i + rows) and the columns of masks m0 from j and m1 from j + 8. */
 PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t j, size_t rows,
                                           __mmask8 m0, __mmask8 m1) {
@@ -66,15 +79,7 @@ PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t 
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + i * ldc + j;
     const int acc = p->acc;
-    ROWS(ROWPTR);
-    ALL(ZERO, 0);
-    ALL(ZERO, 1);
-    if ((m0 & m1) == 0xFF)
-        KLOOP(const __m512d b0 = _mm512_loadu_pd(b); const __m512d b1 = _mm512_loadu_pd(b + 8),
-              ALL(STEP, 0); ALL(STEP, 1))
-    else
-        KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b); const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8),
-              ALL(STEP, 0); ALL(STEP, 1))
+    SUMS_8X2;
     ALL(OUT, 0);
     ALL(OUT, 1);
 }
@@ -118,15 +123,7 @@ PD_TARGET("avx512f") static void tile_8x2_t(const pd_product *p, size_t i, size_
     double *c = p->C + j * ldc + i;
     const int acc = p->acc;
     const __mmask8 rm = (__mmask8)((1u << rows) - 1u);
-    ROWS(ROWPTR);
-    ALL(ZERO, 0);
-    ALL(ZERO, 1);
-    if ((m0 & m1) == 0xFF)
-        KLOOP(const __m512d b0 = _mm512_loadu_pd(b); const __m512d b1 = _mm512_loadu_pd(b + 8),
-              ALL(STEP, 0); ALL(STEP, 1))
-    else
-        KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b); const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8),
-              ALL(STEP, 0); ALL(STEP, 1))
+    SUMS_8X2;
     OUT_T(0);
     if (m1) OUT_T(1);
 }
