@@ -38,5 +38,6 @@ if(MSVC)
   # the core uses the plain C runtime names (fopen, strcpy, ...), which need no checked variants
   target_compile_definitions(pd_strict_fp INTERFACE _CRT_SECURE_NO_WARNINGS)
 else()
-  target_compile_options(pd_strict_fp INTERFACE -O3 -Wall -Wextra)
+  # an undeclared call is an error everywhere (clang makes it one; older gcc only warns)
+  target_compile_options(pd_strict_fp INTERFACE -O3 -Wall -Wextra -Werror=implicit-function-declaration)
 endif()

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pd_forward.h"
+#include "pd_grad_txn.h"
 #include "pd_buffer.h"
 #include "pd_checksum.h"
 #include "pd_interrupt.h"
