@@ -6,4 +6,8 @@ static pd_interrupt_fn g_check;
 
 void pd_set_interrupt_check(pd_interrupt_fn fn) { g_check = fn; }
 
-int pd_interrupt_requested(void) { return g_check ? g_check() != 0 : 0; }
+pd_interrupt_fn pd_get_interrupt_check(void) { return g_check; }
+
+int pd_interrupt_requested(void) { return g_check ? g_check(0) != 0 : 0; }
+
+int pd_interrupt_final(void) { return g_check ? g_check(1) != 0 : 0; }

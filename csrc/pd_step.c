@@ -5,6 +5,7 @@
 #include "pd_backward.h"
 #include "pd_forward.h"
 #include "pd_grad.h"
+#include "pd_interrupt.h"
 #include "optim/pd_adamw.h"
 #include "optim/pd_sgd.h"
 
@@ -50,6 +51,12 @@ pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_bat
     }
     *loss = g->loss;
     if (!update) return PD_OK;
+    /* the passes' last poll: a signal until here stops the step as one in its reverse pass
+     * does; past it the update runs whole (the host learns so, pd_interrupt_final) */
+    if (pd_interrupt_final()) {
+        pd_grads_zero(m->params, m->n_params);
+        return pd_fail(e, PD_ERR_INTERRUPTED, 0, 0.0, -1, -1);
+    }
     *stage = PD_STEP_UPDATE;
     return update->apply(update->tensors, update->n, update->hparams, update->nh, update->step, e);
 }

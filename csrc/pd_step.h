@@ -49,9 +49,10 @@ enum { PD_STEP_FORWARD = 0, PD_STEP_LOSS, PD_STEP_BACKWARD, PD_STEP_UPDATE };
  * update when not NULL: the same bits as those calls one after another. The reset and the pass
  * are one: the pass writes over the gradients (PD_PASS_COMMIT_OVER), only shared ones zeroed. The caller holds m's
  * gradient lock alone. A refusal in the forward or the loss changes nothing; one in the reverse
- * pass leaves the gradients +0.0 (as the reset followed by the refused pass); one in the update
- * leaves the gradients committed and no value or slot changed. *stage names the stage that
- * stopped; *loss is the mean loss on success. */
+ * pass leaves the gradients +0.0 (as the reset followed by the refused pass), and so does an
+ * interrupt at the final poll between the pass and the update (pd_interrupt_final: the last
+ * point where the step stops); one in the update leaves the gradients committed and no value or
+ * slot changed. *stage names the stage that stopped; *loss is the mean loss on success. */
 pd_status pd_train_step(pd_step_plan *plan, const pd_model *m, const pd_step_batch *batch,
                         const pd_step_update *update, double *loss, int *stage, pd_error *e);
 /* Frees the planned graph (a zeroed plan stays valid to free again). */

@@ -741,8 +741,10 @@ class DecoderModel:
         Bad tokens, targets or optimizer raise what those calls raise and change nothing. A
         refusal in the reverse pass (a non-finite adjoint) leaves the gradients at +0.0, as
         ``zero_grad()`` then the refused ``backward()`` do; a refused optimizer update leaves
-        the gradients of the step and no value or slot changed. Inside :func:`no_grad` the step
-        is refused (it records a graph)."""
+        the gradients of the step and no value or slot changed. Ctrl-C stops the step between
+        blocks of its passes or at its final poll before the update (gradients untouched in the
+        forward, else +0.0, nothing updated); the update itself runs whole. Inside
+        :func:`no_grad` the step is refused (it records a graph)."""
         if not _local.recording:
             raise ArgumentTypeError("train_step records a training graph; it cannot run inside no_grad()")
         opt = None if optimizer is None else self._own_optimizer(optimizer)

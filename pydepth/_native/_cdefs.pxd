@@ -81,8 +81,9 @@ cdef extern from "pd_checksum.h":
     size_t pd_values_checksum(const double *x, size_t n) nogil
 
 cdef extern from "pd_interrupt.h":
-    ctypedef int (*pd_interrupt_fn)() noexcept nogil
+    ctypedef int (*pd_interrupt_fn)(int final) noexcept nogil
     void pd_set_interrupt_check(pd_interrupt_fn fn)
+    pd_interrupt_fn pd_get_interrupt_check()
 
 cdef extern from "pd_decoder.h":
     ctypedef struct pd_config:

@@ -27,17 +27,28 @@ cdef extern from "Python.h":
     unsigned long PyThread_get_thread_ident() nogil
 
 cdef unsigned long _main_thread = PyThread_get_thread_ident()
+cdef unsigned long long _finals = 0  # main-thread calls past their final poll (the GIL guards it)
 
 
-cdef int _interrupt_check() noexcept nogil:
+cdef int _interrupt_check(int final) noexcept nogil:
     """Runs pending signal handlers between blocks on the main thread (where Python runs them);
-    an exception they raise (KeyboardInterrupt) stays set and stops the C loop."""
+    an exception they raise (KeyboardInterrupt) stays set and stops the C loop. A final poll
+    that finds nothing counts: its call then runs to its end (final_polls)."""
+    global _finals
     cdef int r
     if PyThread_get_thread_ident() != _main_thread:
         return 0
     with gil:
         r = _pending_signals()
+        if final and r == 0:
+            _finals += 1
     return r != 0
+
+
+def final_polls():
+    """How many core calls on the main thread have passed their final poll (pd_interrupt_final):
+    a signal handler that sees the count move knows the call it runs in no longer stops."""
+    return _finals
 
 
 pd_set_interrupt_check(_interrupt_check)

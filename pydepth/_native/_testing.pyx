@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Entry points for tests and benchmarks only: one core product kernel, attention's softmax rows
-and their VJP, on numpy arrays."""
+and their VJP, on numpy arrays; a signal raised at a chosen poll of the interrupt check."""
+from libc.signal cimport raise_
 from libc.stdint cimport uint8_t
 from ._cdefs cimport *
 
@@ -70,3 +71,50 @@ def attention_softmax_vjp_rows(const double[:, ::1] W not None, double[:, ::1] d
     cdef pd_attn_rows r = _attn_rows(W.shape[0], valid, seg_start, kappa)
     with nogil:
         pd_attn_softmax_vjp_rows(&r, &W[0, 0], &dS[0, 0])
+
+
+cdef pd_interrupt_fn _host = NULL  # the check the probe wraps while installed
+cdef int _signum = 0  # the armed signal (0: none)
+cdef long _polls = 0  # polls until it is raised before the check; 0: just after the next final poll
+
+
+cdef int _probe(int final) noexcept nogil:
+    """The installed check with the armed signal raised once: before the chosen poll's check (the
+    poll then handles it) or just after a final poll's check (pending through the rest of the
+    call, as a signal arriving in a training step's update)."""
+    global _signum, _polls
+    cdef int r
+    if _signum and _polls > 0:
+        _polls -= 1
+        if _polls == 0:
+            raise_(_signum)
+            _signum = 0
+    r = _host(final) if _host != NULL else 0
+    if _signum and _polls == 0 and final and r == 0:
+        raise_(_signum)
+        _signum = 0
+    return r
+
+
+def signal_at_poll(int signum, long poll=1):
+    """Wraps the interrupt check in a probe that raises ``signum`` once: just before the check of
+    the ``poll``-th poll from now (1: the next), or, with poll=0, just after the next final poll's
+    check (pd_interrupt_final). signal_at_poll(0) disarms and restores the check (for tests)."""
+    global _host, _signum, _polls
+    if poll < 0:
+        raise ValueError(f"poll must be >= 0, got {poll}")
+    _signum, _polls = 0, poll
+    if signum == 0:
+        if _host != NULL:
+            pd_set_interrupt_check(_host)
+            _host = NULL
+        return
+    if _host == NULL:
+        _host = pd_get_interrupt_check()
+        pd_set_interrupt_check(_probe)
+    _signum = signum
+
+
+def signal_pending_at_poll():
+    """Whether the armed signal is still to be raised (for tests)."""
+    return _signum != 0

@@ -154,7 +154,8 @@ _TRANSLATIONS: Dict[str, _Row] = {
     "ERR_NOT_RECORDED": (E.AutodiffError, _fixed("backward needs a recorded graph; this forward ran with "
                                                  "record=False or under no_grad()")),
     # the check stopped without raising (a handler swallowed SIGINT)
-    "ERR_INTERRUPTED": (E.PydepthError, lambda s, err, c: f"interrupted before block {err.block}"),
+    "ERR_INTERRUPTED": (E.PydepthError, lambda s, err, c: f"interrupted before block {err.block}"
+                        if err.block >= 0 else "interrupted before the optimizer update"),
 }
 #: Every status the translation knows; a test checks this covers the whole C table.
 HANDLED = frozenset(_TRANSLATIONS)

@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 from .. import checkpoint as _checkpoint
+from .._native import _runtime
 from .._native._rng import SplitMix64
 from ..checkpoint import Checkpoint
 from ..config import DecoderConfig
@@ -133,24 +134,26 @@ class _Abandon(BaseException):
 class _Stop:
     """Ctrl-C and SIGTERM: recorded in ``signals``; inside a step's forward and reverse passes
     (``window``, entered by train_step) the step is abandoned at once, the core stopping between
-    blocks; outside it the loop stops after the step."""
+    blocks; outside it the loop stops after the step. A one-call step's window spans its update
+    too: the core's final poll (``_runtime.final_polls``) closes it where the update begins."""
 
     def __init__(self) -> None:
         self.signals: List[int] = []
         self.open = False
+        self.finals = 0  # the core's final polls when the window opened
 
     def __bool__(self) -> bool:
         return bool(self.signals)
 
     def handle(self, signum: int, frame: Any) -> None:
         self.signals.append(signum)
-        if self.open:
+        if self.open and _runtime.final_polls() == self.finals:  # the one rule: abandon before any update began
             self.open = False
             raise _Abandon()
 
     @contextlib.contextmanager
     def window(self) -> Iterator[None]:
-        self.open = not self.signals
+        self.open, self.finals = not self.signals, _runtime.final_polls()
         try:
             yield
         finally:

@@ -84,13 +84,22 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
 def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
                observe: bool = False, interruptible: Optional[ContextManager[Any]] = None
                ) -> Tuple[float, Optional[DepthHealthReport]]:
-    """Zero gradients, :func:`loss_and_gradients` (observing residual health on the reverse pass
-    when observe=True), one optimizer step. Returns the loss before the step and the report
-    (None unless observed). ``interruptible`` is entered around the forward and reverse passes
-    only, the part that may be abandoned: the optimizer step is all or nothing."""
+    """One optimizer step on ``batch``: zero gradients, forward, loss, reverse pass, update.
+    Returns the loss before the update and the report (None unless observed). Without observing
+    it is ``model.train_step(batch, optimizer=optimizer)``, one core call (so ``optimizer`` must
+    update parameters of ``model``); observing runs the calls one by one,
+    :func:`loss_and_gradients` observing residual health on the reverse pass, the same bits.
+
+    ``interruptible`` is entered around the part that may be abandoned, the forward and reverse
+    passes; the update is all or nothing. The one core call runs inside it whole, its final poll
+    (``pd_interrupt_final``) marking where the update begins, which a stop handler reads."""
+    window = interruptible if interruptible is not None else contextlib.nullcontext()
+    if not observe:
+        with window:
+            return model.train_step(batch, optimizer=optimizer), None
     optimizer.zero_grad()
-    with interruptible if interruptible is not None else contextlib.nullcontext():
-        value, report = loss_and_gradients(model, batch, observe=observe)
+    with window:
+        value, report = loss_and_gradients(model, batch, observe=True)
     optimizer.step()
     return value, report
 
