@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def five_calls(model: Any, optimizer: Any, batch: Any, *, observe: bool = False,
                interruptible: Any = None) -> Any:
-    """The loop's step before issue 40: zero_grad, the passes inside the window, step()."""
+    """The loop's step before it ran in one call: zero_grad, the passes inside the window, step()."""
     optimizer.zero_grad()
     with interruptible if interruptible is not None else contextlib.nullcontext():
         value, report = step_module.loss_and_gradients(model, batch, observe=observe)

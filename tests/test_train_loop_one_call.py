@@ -134,3 +134,30 @@ def test_a_refused_step_raises_from_the_loop_what_the_five_calls_raise(tmp_path)
         run(tmp_path, settings)
     assert type(loop.value) is type(separate.value) and str(loop.value) == str(separate.value)
     assert not list(tmp_path.glob("step-*.safetensors"))
+
+
+def test_train_step_keeps_an_optimizer_whose_step_is_its_own_or_whose_parameters_are_another_models():
+    from pydepth import DecoderModel, SplitMix64
+    from pydepth.optim import SGD
+
+    class Counting(SGD):
+        steps = 0
+
+        def step(self) -> None:
+            type(self).steps += 1
+            super().step()
+
+    config = DecoderConfig(**TINY_TRAIN)
+    batch = step_module.draw_batch(step_module.byte_documents(TEXT), SplitMix64(5), 2, 12)
+    model, twin = DecoderModel(config, SplitMix64(1)), DecoderModel(config, SplitMix64(1))
+    counting = Counting(model.parameters, lr=1e-2)
+    step_module.train_step(model, counting, batch)
+    assert Counting.steps == 1  # the subclass's own step ran, not the core's update in its place
+    foreign = SGD(twin.parameters, lr=1e-2)  # updates twin from twin's gradients; model's are computed
+    loss, _ = step_module.train_step(model, foreign, batch)
+    assert np.isfinite(loss) and foreign.step_count == 1
+    plain = DecoderModel(config, SplitMix64(1))
+    mine = SGD(plain.parameters, lr=1e-2)
+    step_module.train_step(plain, mine, batch)  # one SGD update, through the one core call
+    for p, q in zip(model.parameters, plain.parameters):
+        assert np.array_equal(p.value.view(np.uint64), q.value.view(np.uint64)), p.name

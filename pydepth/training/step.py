@@ -81,25 +81,40 @@ def loss_and_gradients(model: DecoderModel, tokens: Any, targets: Any = None, *,
     return value, report
 
 
+def _core_runs_update(model: DecoderModel, optimizer: Any) -> bool:
+    """Whether ``model.train_step`` can run ``optimizer``'s update in its one core call: a
+    :class:`pydepth.optim.Optimizer` whose ``zero_grad`` and ``step`` are the library's (a subclass
+    overriding them keeps its own) over parameters of ``model`` only."""
+    kind = type(optimizer)
+    if not isinstance(optimizer, Optimizer):
+        return False
+    if kind.step is not Optimizer.step or kind.zero_grad is not Optimizer.zero_grad:
+        return False
+    own = dict(model.named_parameters())
+    return all(own.get(p.name) is p for p in optimizer.parameters)
+
+
 def train_step(model: DecoderModel, optimizer: Optimizer, batch: Batch, *,
                observe: bool = False, interruptible: Optional[ContextManager[Any]] = None
                ) -> Tuple[float, Optional[DepthHealthReport]]:
     """One optimizer step on ``batch``: zero gradients, forward, loss, reverse pass, update.
-    Returns the loss before the update and the report (None unless observed). Without observing
-    it is ``model.train_step(batch, optimizer=optimizer)``, one core call (so ``optimizer`` must
-    update parameters of ``model``); observing runs the calls one by one,
-    :func:`loss_and_gradients` observing residual health on the reverse pass, the same bits.
+    Returns the loss before the update and the report (None unless observed). Without observing,
+    and with an optimizer whose update the core can run (a pydepth optimizer over parameters of
+    ``model``, ``step`` not overridden), it is ``model.train_step(batch, optimizer=optimizer)``,
+    one core call; otherwise the calls run one by one, :func:`loss_and_gradients` (observing
+    residual health on the reverse pass when observe=True) then ``optimizer.step()``: the same
+    bits either way.
 
     ``interruptible`` is entered around the part that may be abandoned, the forward and reverse
     passes; the update is all or nothing. The one core call runs inside it whole, its final poll
     (``pd_interrupt_final``) marking where the update begins, which a stop handler reads."""
     window = interruptible if interruptible is not None else contextlib.nullcontext()
-    if not observe:
+    if not observe and _core_runs_update(model, optimizer):
         with window:
             return model.train_step(batch, optimizer=optimizer), None
     optimizer.zero_grad()
     with window:
-        value, report = loss_and_gradients(model, batch, observe=True)
+        value, report = loss_and_gradients(model, batch, observe=observe)
     optimizer.step()
     return value, report
 
