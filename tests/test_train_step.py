@@ -485,3 +485,22 @@ def test_arrays_at_the_edge_of_needing_no_conversion_step_or_are_refused_as_the_
         got = b.train_step(tokens, targets)
         assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
     assert _same(_state(b), _state(a))
+
+
+# A step records every value while a full record takes at most a megabyte, else only what
+# training reads (a lean record): logits of 32 x 4099 doubles alone pass that line.
+LEAN_CFG = DecoderConfig(4099, 8, 2, 12, 2, 32)
+
+
+@pytest.mark.parametrize("cfg, shape", [(CFG, (2, 9)), (LEAN_CFG, (1, 32))], ids=["full record", "lean record"])
+def test_a_train_step_gives_the_five_call_bits_whether_its_record_is_full_or_lean(cfg, shape):
+    base = DecoderModel(cfg, SplitMix64(8))
+    a, b = base.clone(), base.clone()
+    oa, ob = SGD(a.parameters, lr=0.05, momentum=0.9), SGD(b.parameters, lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(3)
+    for step in range(3):
+        tokens, targets = rng.integers(0, cfg.vocabulary_size, (2, *shape))
+        want = _five_calls(a, tokens, targets, oa)
+        got = b.train_step(tokens, targets, optimizer=ob)
+        assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64), step
+        assert _same(_state(b, ob), _state(a, oa)), step
