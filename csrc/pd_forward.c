@@ -20,6 +20,7 @@
 #include "ops/swiglu.h"
 
 #define PD_HEAD_MIN_COLS 256  /* fewer columns would make the blocks' products too thin */
+#define PD_STEP_FULL_DOUBLES (1u << 17) /* 1 MiB: a full step record of small shapes, within L2 */
 
 static pd_status norm_forward(const pd_graph *g, const double *x, const double *gain, const pd_norm_rec *r,
                               int blk, int node, pd_error *e) {
@@ -254,16 +255,25 @@ static pd_status forward_again(pd_graph *g, const int64_t *ids, const uint8_t *v
     return graph_fill_run(g, ids, valid, pos, seg_start, e);
 }
 
+/* A step's record mode: every value while a full record stays small (PD_STEP_FULL_DOUBLES), else
+ * a lean one. The lean record's savings are memory, its cost time (the reverse pass makes the
+ * SiLU parts again): at small shapes that time is worth more than the memory. */
+static int step_record_mode(const pd_model *m, size_t B, size_t T) {
+    return pd_graph_arena_doubles(m, B, T, PD_RECORD_ALL) <= PD_STEP_FULL_DOUBLES ? PD_RECORD_ALL
+                                                                                  : PD_RECORD_TRAINING;
+}
+
 pd_status pd_graph_forward_step(pd_graph *g, int planned, const pd_model *m, const pd_batch_in *in,
                                 pd_error *e) {
-    if (planned && g->unguarded && graph_fits(g, m, in->B, in->T, PD_RECORD_TRAINING))
+    /* a planned g of this m and shape has the mode step_record_mode gives them (m's shapes are fixed) */
+    if (planned && g->unguarded && graph_fits(g, m, in->B, in->T, g->lean ? PD_RECORD_TRAINING : PD_RECORD_ALL))
         return forward_again(g, in->ids, in->valid, in->pos, in->seg_start, e);
     if (planned) pd_graph_free(g);
     size_t N;
     memset(g, 0, sizeof *g);
     g->model = m;
     PD_TRY(forward_checks(m, in->B, in->T, in->pos, PD_RECORD_TRAINING, &N, e));
-    PD_TRY(pd_graph_alloc(g, m, in->B, in->T, PD_RECORD_TRAINING, e));
+    PD_TRY(pd_graph_alloc(g, m, in->B, in->T, step_record_mode(m, in->B, in->T), e));
     g->unguarded = 1;
     return graph_fill_run(g, in->ids, in->valid, in->pos, in->seg_start, e);
 }

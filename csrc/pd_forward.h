@@ -21,12 +21,13 @@ typedef struct {
     const size_t *pos, *seg_start;
 } pd_batch_in;
 
-/* The training-mode forward over `in` of a step whose one committing reverse pass runs before
+/* The recorded forward over `in` of a step whose one committing reverse pass runs before
  * any other call on the model can (pd_train_step, holding the model's lock alone throughout): in
  * g's buffers when g was planned (planned != 0) by an earlier call for the same m and B x T,
  * else in new ones (the old freed first). Nothing can write the values between this forward and
  * that pass, so it takes no value checksums (docs/numerics-concurrency.md C5); the revisions are
- * still compared. The same bits as pd_graph_forward(PD_RECORD_TRAINING). On failure g is freed. */
+ * still compared. It records every value while that takes little memory, else it is lean
+ * (PD_RECORD_TRAINING): the same bits as pd_graph_forward in either mode. On failure g is freed. */
 pd_status pd_graph_forward_step(pd_graph *g, int planned, const pd_model *m, const pd_batch_in *in,
                                 pd_error *e);
 /* Whether a token or target id lies in [0, V): the one range rule for ids. */

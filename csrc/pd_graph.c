@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The graph's one pooled arena, carved by the shape tables (a measuring pass over a NULL base
  * gives its size, the same pass over the arena cuts it), and the lookup of a named value. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pd_graph.h"
@@ -110,7 +111,8 @@ static pd_status graph_alloc(pd_graph *g, size_t doubles, pd_error *e) {
     return PD_OK;
 }
 
-pd_status pd_graph_alloc(pd_graph *g, const pd_model *m, size_t B, size_t T, int record, pd_error *e) {
+/* g's shape and record mode, and its arena measured (over a NULL base) into *measure. */
+static void graph_measure(pd_graph *g, const pd_model *m, size_t B, size_t T, int record, pd_carver *measure) {
     memset(g, 0, sizeof *g);
     g->model = m;
     g->B = B;
@@ -119,8 +121,20 @@ pd_status pd_graph_alloc(pd_graph *g, const pd_model *m, size_t B, size_t T, int
     g->recorded = record != PD_RECORD_NONE;
     g->lean = record == PD_RECORD_TRAINING;
     g->n_blocks_stored = g->recorded ? m->cfg.layers : (m->cfg.layers ? 1 : 0);
-    pd_carver measure = {NULL, 0, 0};
-    graph_bind(g, &measure);
+    *measure = (pd_carver){NULL, 0, 0};
+    graph_bind(g, measure);
+}
+
+size_t pd_graph_arena_doubles(const pd_model *m, size_t B, size_t T, int record) {
+    pd_graph g;
+    pd_carver measure;
+    graph_measure(&g, m, B, T, record, &measure);
+    return measure.overflow ? SIZE_MAX : measure.used;
+}
+
+pd_status pd_graph_alloc(pd_graph *g, const pd_model *m, size_t B, size_t T, int record, pd_error *e) {
+    pd_carver measure;
+    graph_measure(g, m, B, T, record, &measure);
     /* the layout arrays' sizes are below the arena's (ten doubles a position at least) */
     if (measure.overflow) return pd_fail(e, PD_ERR_OVERFLOW, 0, 0.0, -1, -1);
     pd_status st = graph_alloc(g, measure.used, e);

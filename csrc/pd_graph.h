@@ -93,6 +93,9 @@ enum { PD_RECORD_NONE = 0, PD_RECORD_ALL = 1, PD_RECORD_TRAINING = 2 };
  * `record` (a PD_RECORD_*): the layout arrays, the block records and the arena, every buffer
  * bound; on failure g is freed. */
 pd_status pd_graph_alloc(pd_graph *g, const pd_model *m, size_t B, size_t T, int record, pd_error *e);
+/* The doubles of the arena pd_graph_alloc would take for m over B x T in this record mode
+ * (SIZE_MAX when that overflows), nothing allocated. */
+size_t pd_graph_arena_doubles(const pd_model *m, size_t B, size_t T, int record);
 void pd_graph_free(pd_graph *g);
 
 /* The extents (pd_shapes.h) of g's values. */

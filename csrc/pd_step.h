@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A whole training step in one call (pd_step.c): the recorded forward keeping what training
- * reads, the loss, the gradients reset and the committing reverse pass, then an optional
- * optimizer update, over a graph planned once per batch shape and kept between steps. */
+/* A whole training step in one call (pd_step.c): the recorded forward (every value at small
+ * shapes, else what training reads), the loss, the gradients reset and the committing reverse
+ * pass, then an optional optimizer update, over a graph planned once per batch shape and kept
+ * between steps. */
 #ifndef PD_STEP_H
 #define PD_STEP_H
 #include <stddef.h>
@@ -45,7 +46,7 @@ pd_status pd_step_adamw(const pd_optim_tensor *t, size_t n, const void *hparams,
 /* Where a step stopped, so the caller words a refusal as the separate call would. */
 enum { PD_STEP_FORWARD = 0, PD_STEP_LOSS, PD_STEP_BACKWARD, PD_STEP_UPDATE };
 
-/* Forward (PD_RECORD_TRAINING), loss, every gradient of m to +0.0, committing reverse pass, then
+/* Forward (recorded as pd_graph_forward_step records it), loss, every gradient of m to +0.0, committing reverse pass, then
  * update when not NULL: the same bits as those calls one after another. The reset and the pass
  * are one: the pass writes over the gradients (PD_PASS_COMMIT_OVER), only shared ones zeroed. The caller holds m's
  * gradient lock alone. A refusal in the forward or the loss changes nothing; one in the reverse

@@ -526,6 +526,26 @@ def _check_ids(shown: np.ndarray, ids: np.ndarray, vocabulary_size: int,
                    masked=valid is not None)
 
 
+_INT64: np.dtype[np.int64] = np.dtype(np.int64)
+
+
+def _ready_pair(tokens: Any, targets: Any, max_positions: int) -> bool:
+    """Whether tokens and targets are arrays _tokens_array and _targets_array would hand the
+    core unchanged: C-contiguous int64 ndarrays, tokens [B, T] with B > 0 and
+    0 < T <= max_positions, targets [B, T] or [B * T]. Anything else goes through them."""
+    if type(tokens) is not np.ndarray or type(targets) is not np.ndarray:
+        return False
+    if tokens.dtype is not _INT64 or targets.dtype is not _INT64:
+        return False
+    shape = tokens.shape
+    if len(shape) != 2 or not shape[0] or not 0 < shape[1] <= max_positions:
+        return False
+    tshape = targets.shape
+    if tshape != shape and tshape != (shape[0] * shape[1],):
+        return False
+    return tokens.flags.c_contiguous and targets.flags.c_contiguous
+
+
 def _targets_array(targets: Any, shape: Tuple[int, int]) -> Tuple[np.ndarray, np.ndarray]:
     """The caller's targets reshaped to [B, T] (kept for messages) and their int64 copy; the
     core checks the range at valid positions."""
@@ -748,14 +768,17 @@ class DecoderModel:
         if not _local.recording:
             raise ArgumentTypeError("train_step records a training graph; it cannot run inside no_grad()")
         opt = None if optimizer is None else self._own_optimizer(optimizer)
-        shown, ids, valid, pos, seg, _, batch_targets = self._layout(tokens)
-        if targets is None:
-            if batch_targets is None:
-                raise TokenError("targets are required for a plain token array")
-            shown_targets, tg = batch_targets
+        if _ready_pair(tokens, targets, self._config.max_positions):  # the checks below would pass it as is
+            ids, tg, valid, pos, seg, shown_pair = tokens, targets, None, None, None, (tokens, targets)
         else:
-            shown_targets, tg = _targets_array(targets, ids.shape)
-        shown_pair = (shown, shown_targets)
+            shown, ids, valid, pos, seg, _, batch_targets = self._layout(tokens)
+            if targets is None:
+                if batch_targets is None:
+                    raise TokenError("targets are required for a plain token array")
+                shown_targets, tg = batch_targets
+            else:
+                shown_targets, tg = _targets_array(targets, ids.shape)
+            shown_pair = (shown, shown_targets)
         if opt is None:
             return self._run_step(ids, tg, valid, pos, seg, shown_pair, None)
         with opt._turn("train_step()"):
@@ -779,18 +802,19 @@ class DecoderModel:
 
     def _run_step(self, ids: np.ndarray, tg: np.ndarray, valid: Any, pos: Any, seg: Any,
                   shown: Tuple[np.ndarray, np.ndarray], opt: Any) -> float:
-        """The core step, its refusal worded as the call of the stage that stopped would word it."""
+        """The core step, its refusal worded as the call of the stage that stopped would word it;
+        tg holds the B*T targets in any shape, shown the caller's arrays for the messages."""
         update = None if opt is None else opt._step_update()
         step = 0 if opt is None else opt._step + 1
         try:
-            return self._plan.run(ids, tg.reshape(-1), valid, pos, seg, update, step)
+            return self._plan.run(ids, tg, valid, pos, seg, update, step)
         except _status.CoreError as err:
             stage = getattr(err, "stage", _step.STAGE_FORWARD)
             if stage == _step.STAGE_UPDATE:
                 opt._raise(err)
             if stage == _step.STAGE_BACKWARD:
                 raise_core(err, param_names=[p.name for p in self._parameters])
-            raise_core(err, token_shape=ids.shape, ids=shown[stage == _step.STAGE_LOSS],
+            raise_core(err, token_shape=ids.shape, ids=shown[stage == _step.STAGE_LOSS].reshape(ids.shape),
                        vocabulary_size=self._config.vocabulary_size, masked=valid is not None)
 
     def __repr__(self) -> str:

@@ -441,3 +441,66 @@ def test_a_refused_batch_after_a_step_keeps_its_gradients_and_the_next_step_is_e
     got = b.train_step(*_tokens(3), optimizer=ob)
     assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
     assert _same(_state(b, ob), _state(a, oa))
+
+
+def _int64_pair(shape=(2, 9)):
+    tok, tgt = _tokens(11, shape)
+    return tok.astype(np.int64), tgt.astype(np.int64)
+
+
+# Token and target arrays at the edge of what needs no conversion (C-contiguous int64 [B, T]
+# tokens with [B, T] or [B * T] targets): each one is stepped, or refused, as the five calls do.
+EDGE_ARRAYS = {
+    "int64 arrays": lambda: _int64_pair(),
+    "flat int64 targets": lambda: (_int64_pair()[0], _int64_pair()[1].reshape(-1)),
+    "column-major tokens": lambda: (np.asfortranarray(_int64_pair()[0]), _int64_pair()[1]),
+    "strided targets": lambda: (_int64_pair()[0], np.repeat(_int64_pair()[1], 2, axis=1)[:, ::2]),
+    "big-endian tokens": lambda: (_int64_pair()[0].astype(">i8"), _int64_pair()[1]),
+    "int32 targets": lambda: (_int64_pair()[0], _int64_pair()[1].astype(np.int32)),
+    "uint64 tokens": lambda: (_int64_pair()[0].astype(np.uint64), _int64_pair()[1]),
+    "an ndarray subclass": lambda: (_int64_pair()[0].view(np.matrix), _int64_pair()[1]),
+    "transposed-shape int64 targets": lambda: (_int64_pair()[0], _int64_pair()[1].reshape(9, 2)),
+    "column int64 targets": lambda: (_int64_pair()[0], _int64_pair()[1].reshape(18, 1)),
+    "flat int64 targets out of range": lambda: (_int64_pair()[0], np.full(18, CFG.vocabulary_size)),
+    "int64 tokens out of range": lambda: (np.full((2, 9), -1, dtype=np.int64), _int64_pair()[1]),
+    "int64 tokens longer than max_positions": lambda: _int64_pair((1, CFG.max_positions + 1)),
+    "an empty int64 batch": lambda: (np.zeros((0, 9), dtype=np.int64), np.zeros((0, 9), dtype=np.int64)),
+    "empty int64 rows": lambda: (np.zeros((2, 0), dtype=np.int64), np.zeros((2, 0), dtype=np.int64)),
+    "rank-1 int64 tokens": lambda: (_int64_pair()[0].reshape(-1), _int64_pair()[1].reshape(-1)),
+    "rank-3 int64 tokens": lambda: (_int64_pair()[0].reshape(2, 9, 1), _int64_pair()[1]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_ARRAYS))
+def test_arrays_at_the_edge_of_needing_no_conversion_step_or_are_refused_as_the_five_calls_do(case):
+    tokens, targets = EDGE_ARRAYS[case]()
+    a, _, b, _ = _pair("none")
+    try:
+        want = _five_calls(a, tokens, targets)
+    except pydepth.PydepthError as five:
+        with pytest.raises(pydepth.PydepthError) as one:
+            b.train_step(tokens, targets)
+        assert type(one.value) is type(five) and str(one.value) == str(five)
+    else:
+        got = b.train_step(tokens, targets)
+        assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+    assert _same(_state(b), _state(a))
+
+
+# A step records every value while a full record takes at most a megabyte, else only what
+# training reads (a lean record): logits of 32 x 4099 doubles alone pass that line.
+LEAN_CFG = DecoderConfig(4099, 8, 2, 12, 2, 32)
+
+
+@pytest.mark.parametrize("cfg, shape", [(CFG, (2, 9)), (LEAN_CFG, (1, 32))], ids=["full record", "lean record"])
+def test_a_train_step_gives_the_five_call_bits_whether_its_record_is_full_or_lean(cfg, shape):
+    base = DecoderModel(cfg, SplitMix64(8))
+    a, b = base.clone(), base.clone()
+    oa, ob = SGD(a.parameters, lr=0.05, momentum=0.9), SGD(b.parameters, lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(3)
+    for step in range(3):
+        tokens, targets = rng.integers(0, cfg.vocabulary_size, (2, *shape))
+        want = _five_calls(a, tokens, targets, oa)
+        got = b.train_step(tokens, targets, optimizer=ob)
+        assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64), step
+        assert _same(_state(b, ob), _state(a, oa)), step

@@ -132,11 +132,13 @@ void pd_parallel_for(size_t n, size_t grain, pd_task_fn fn, void *ctx) {
     if (n == 0) return;
     if (grain == 0) grain = 1;
     const int nt = pd_atomic_int_load(&g_threads);
-    const size_t max_tasks = (n + grain - 1) / grain;
-    if (nt <= 1 || tls_in_task || max_tasks <= 1) {
+    /* one chunk's work runs inline, tested first: a small step makes dozens of such calls, and
+     * the division and the thread-local read cost each of them more at two threads than at one */
+    if (nt <= 1 || n <= grain || tls_in_task) {
         fn(ctx, 0, n);
         return;
     }
+    const size_t max_tasks = (n + grain - 1) / grain;
     pd_once_run(&g_fork_once, fork_register); /* before the pool's first lock */
     const int use = (size_t)nt < max_tasks ? nt : (int)max_tasks;
     /* a few chunks per thread balances uneven tasks (causal attention lanes) */
