@@ -15,8 +15,8 @@
 
 /* The constants of §2 broadcast once per call, not once per group. */
 typedef struct {
-    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, hi, safe, one;
-    __m512i absmask, low7;
+    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, safe, one;
+    __m512i absmask, low7, lo_bits, span_bits;
 } pd_exp8_consts;
 
 PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
@@ -30,11 +30,13 @@ PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
     c.c5 = _mm512_set1_pd(pd_C_exp[3]);
     c.s52 = _mm512_set1_pd(PD_S52);
     c.lo = _mm512_set1_pd(0x1p-54); /* §2.1: the general class is 2^-54 <= |x| < 512 */
-    c.hi = _mm512_set1_pd(512.0);
     c.safe = _mm512_set1_pd(-1.0); /* stands in for out-of-range lanes: no inf/NaN arithmetic */
     c.one = _mm512_set1_pd(1.0);
     c.absmask = _mm512_set1_epi64(0x7fffffffffffffffll);
     c.low7 = _mm512_set1_epi64(127);
+    /* the class as bit patterns: |x| >= 0 orders like its bits, NaN's above +inf's */
+    c.lo_bits = _mm512_set1_epi64((long long)pd_bits(0x1p-54));
+    c.span_bits = _mm512_set1_epi64((long long)(pd_bits(512.0) - pd_bits(0x1p-54)));
     return c;
 }
 
@@ -43,10 +45,11 @@ PD_EXP8_STEP __m512d pd_exp8_abs(const pd_exp8_consts *c, __m512d x) {
     return _mm512_castsi512_pd(_mm512_and_epi64(_mm512_castpd_si512(x), c->absmask));
 }
 
-/* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512 (NaN compares false). */
+/* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512, NaN not (one unsigned compare
+ * of |x|'s bits less 2^-54's: below 2^-54 wraps to a huge value). */
 PD_EXP8_STEP __mmask8 pd_exp8_in_range(const pd_exp8_consts *c, __m512d x) {
-    const __m512d ax = pd_exp8_abs(c, x);
-    return _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(ax, c->lo, _CMP_GE_OQ), ax, c->hi, _CMP_LT_OQ);
+    const __m512i ax = _mm512_castpd_si512(pd_exp8_abs(c, x));
+    return _mm512_cmplt_epu64_mask(_mm512_sub_epi64(ax, c->lo_bits), c->span_bits);
 }
 
 /* Lanes of §2.1's first class, |x_j| < 2^-54 (±0 included), whose result is exactly 1.0. */
