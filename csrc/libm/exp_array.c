@@ -39,10 +39,6 @@ static void pd_exp_avx2_all(size_t n, const double *in, double *out) {
     pd_exp_groups(4, pd_libm_fma_exp_avx2, n, in, out);
 }
 
-static void pd_exp_avx512_all(size_t n, const double *in, double *out) {
-    pd_exp_groups(8, pd_libm_fma_exp_avx512, n, in, out);
-}
-
 static int pd_exp_avx2_supported(void) { return pd_cpu_has_avx2() && pd_cpu_has_fma(); }
 static int pd_exp_avx512_supported(void) { return pd_cpu_has_avx512f(); }
 #endif
@@ -54,7 +50,7 @@ static const struct {
     pd_exp_loop run;
 } pd_exp_paths[] = {
 #if PD_EXP_VECTOR
-    {"avx512-fma", pd_exp_avx512_supported, pd_exp_avx512_all},
+    {"avx512-fma", pd_exp_avx512_supported, pd_libm_fma_exp_avx512}, /* masks its own tail */
     {"avx2-fma", pd_exp_avx2_supported, pd_exp_avx2_all},
 #endif
     {"scalar", pd_exp_always, pd_exp_scalar_loop},

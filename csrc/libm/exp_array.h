@@ -7,6 +7,6 @@
 
 /* Whole groups of four (n a multiple of 4); an FMA build, hence the pd_libm_fma_ name (§7.1). */
 void pd_libm_fma_exp_avx2(size_t n, const double *in, double *out);
-/* Whole groups of eight (n a multiple of 8); AVX-512F, whose fused multiply-adds it uses (§7.3). */
+/* Any n, the last n mod 8 lanes masked; AVX-512F, whose fused multiply-adds it uses (§7.3). */
 void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out);
 #endif

@@ -15,8 +15,8 @@
 
 /* The constants of §2 broadcast once per call, not once per group. */
 typedef struct {
-    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, hi, safe, one;
-    __m512i absmask, low7;
+    __m512d lam, nhi, nlo, c2, c3, c4, c5, s52, lo, safe, one;
+    __m512i absmask, low7, lo_bits, span_bits;
 } pd_exp8_consts;
 
 PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
@@ -30,11 +30,13 @@ PD_EXP8_STEP pd_exp8_consts pd_exp8_load(void) {
     c.c5 = _mm512_set1_pd(pd_C_exp[3]);
     c.s52 = _mm512_set1_pd(PD_S52);
     c.lo = _mm512_set1_pd(0x1p-54); /* §2.1: the general class is 2^-54 <= |x| < 512 */
-    c.hi = _mm512_set1_pd(512.0);
     c.safe = _mm512_set1_pd(-1.0); /* stands in for out-of-range lanes: no inf/NaN arithmetic */
     c.one = _mm512_set1_pd(1.0);
     c.absmask = _mm512_set1_epi64(0x7fffffffffffffffll);
     c.low7 = _mm512_set1_epi64(127);
+    /* the class as bit patterns: |x| >= 0 orders like its bits, NaN's above +inf's */
+    c.lo_bits = _mm512_set1_epi64((long long)pd_bits(0x1p-54));
+    c.span_bits = _mm512_set1_epi64((long long)(pd_bits(512.0) - pd_bits(0x1p-54)));
     return c;
 }
 
@@ -43,10 +45,11 @@ PD_EXP8_STEP __m512d pd_exp8_abs(const pd_exp8_consts *c, __m512d x) {
     return _mm512_castsi512_pd(_mm512_and_epi64(_mm512_castpd_si512(x), c->absmask));
 }
 
-/* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512 (NaN compares false). */
+/* Lanes in §2.2's class: bit j set where 2^-54 <= |x_j| < 512, NaN not (one unsigned compare
+ * of |x|'s bits less 2^-54's: below 2^-54 wraps to a huge value). */
 PD_EXP8_STEP __mmask8 pd_exp8_in_range(const pd_exp8_consts *c, __m512d x) {
-    const __m512d ax = pd_exp8_abs(c, x);
-    return _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(ax, c->lo, _CMP_GE_OQ), ax, c->hi, _CMP_LT_OQ);
+    const __m512i ax = _mm512_castpd_si512(pd_exp8_abs(c, x));
+    return _mm512_cmplt_epu64_mask(_mm512_sub_epi64(ax, c->lo_bits), c->span_bits);
 }
 
 /* Lanes of §2.1's first class, |x_j| < 2^-54 (±0 included), whose result is exactly 1.0. */
@@ -55,12 +58,12 @@ PD_EXP8_STEP __mmask8 pd_exp8_tiny(const pd_exp8_consts *c, __m512d x) {
 }
 
 /* The table pairs (t_i, s_i) of the eight lanes, one 16-byte load each: two eight-lane gathers
- * cost more than the rest of the evaluation (benchmarks/README.md). Lanes 0,2,4,6 fill
- * the 128-bit blocks of `ev`, lanes 1,3,5,7 those of `od`; the unpacks interleave them back. */
+ * cost more than the rest of the evaluation (benchmarks/README.md). The offsets 2i < 256 leave
+ * as the eight bytes of one vmovq (one move, not eight). Lanes 0,2,4,6 fill the 128-bit blocks
+ * of `ev`, lanes 1,3,5,7 those of `od`; the unpacks interleave them back. */
 PD_EXP8_STEP __m512d pd_exp8_table(__m512i i, __m512i *s) {
-    int64_t at[8];
-    _mm512_storeu_si512(at, _mm512_slli_epi64(i, 1));
-#define PD_EXP8_PAIR(j) _mm_loadu_si128((const __m128i *)(pd_T_exp + at[j]))
+    const uint64_t at = (uint64_t)_mm_cvtsi128_si64(_mm512_cvtepi64_epi8(_mm512_slli_epi64(i, 1)));
+#define PD_EXP8_PAIR(j) _mm_loadu_si128((const __m128i *)(pd_T_exp + (uint8_t)(at >> (8 * (j)))))
     const __m256i ev_lo = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(0)), PD_EXP8_PAIR(2), 1);
     const __m256i ev_hi = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(4)), PD_EXP8_PAIR(6), 1);
     const __m256i od_lo = _mm256_inserti128_si256(_mm256_castsi128_si256(PD_EXP8_PAIR(1)), PD_EXP8_PAIR(3), 1);
@@ -100,23 +103,45 @@ static void pd_exp8_fixup(const double keep[8], unsigned inmask, double *out) {
         if (!(inmask & (1u << j))) out[j] = pd_exp(keep[j]);
 }
 
+/* A group with lanes outside §2.2's class; lanes of `m` stored (the tail's others are -1.0). */
+PD_EXP8_STEP void pd_exp8_mixed(const pd_exp8_consts *c, __m512d x, __mmask8 ok, __mmask8 m, double *out) {
+    /* the vector result of out-of-range lanes is discarded: compute on a safe value */
+    const __m512d y = pd_exp8_general(c, _mm512_mask_blend_pd(ok, c->safe, x));
+    /* tiny lanes (a softmax row's zero shift) take their exact 1.0 here, not a scalar call */
+    const __mmask8 tiny = pd_exp8_tiny(c, x);
+    const __m512d v = _mm512_mask_blend_pd(tiny, y, c->one);
+    if (__builtin_expect((__mmask8)(ok | tiny) == 0xff, 1)) {
+        _mm512_mask_storeu_pd(out, m, v);
+        return;
+    }
+    double keep[8], res[8];
+    _mm512_storeu_pd(keep, x);
+    _mm512_storeu_pd(res, v);
+    pd_exp8_fixup(keep, (unsigned)(ok | tiny), res);
+    _mm512_mask_storeu_pd(out, m, _mm512_loadu_pd(res));
+}
+
 PD_EXP8_ATTR void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out) {
     const pd_exp8_consts c = pd_exp8_load();
-    for (size_t i = 0; i + 8 <= n; i += 8) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
         const __m512d x = _mm512_loadu_pd(in + i);
         const __mmask8 ok = pd_exp8_in_range(&c, x);
-        if (__builtin_expect(ok == 0xff, 1)) {
+        if (__builtin_expect(ok == 0xff, 1))
             _mm512_storeu_pd(out + i, pd_exp8_general(&c, x));
-        } else {
-            double keep[8];
-            _mm512_storeu_pd(keep, x);
-            /* the vector result of out-of-range lanes is discarded: compute on a safe value */
-            const __m512d y = pd_exp8_general(&c, _mm512_mask_blend_pd(ok, c.safe, x));
-            /* tiny lanes (a softmax row's zero shift) take their exact 1.0 here, not a scalar call */
-            const __mmask8 tiny = pd_exp8_tiny(&c, x);
-            _mm512_storeu_pd(out + i, _mm512_mask_blend_pd(tiny, y, c.one));
-            if ((__mmask8)(ok | tiny) != 0xff) pd_exp8_fixup(keep, (unsigned)(ok | tiny), out + i);
-        }
+        else
+            pd_exp8_mixed(&c, x, ok, 0xff, out + i);
+    }
+    if (i < n) {
+        /* the last n mod 8 lanes by masked loads and stores, the others -1.0 (in range): no
+         * second call through a buffer, which short rows (softmax, RMS groups) paid per row */
+        const __mmask8 m = (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = _mm512_mask_loadu_pd(c.safe, m, in + i);
+        const __mmask8 ok = pd_exp8_in_range(&c, x);
+        if (ok == 0xff)
+            _mm512_mask_storeu_pd(out + i, m, pd_exp8_general(&c, x));
+        else
+            pd_exp8_mixed(&c, x, ok, m, out + i);
     }
 }
 #else
