@@ -304,3 +304,23 @@ def wandb_history(run_dir, timeout=60.0):
     assert "exit" in kinds, (logs, kinds)
     return [{"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
             for r in records if r.WhichOneof("record_type") == "history"]
+
+
+#: The array exp's paths, widest first, as the core's table (csrc/libm/exp_array.c).
+EXP_PATHS = ("avx512-fma", "avx2-fma", "scalar")
+
+
+def scalar_exp(x):
+    """pd_exp of every element, one scalar call each: the array exp's reference."""
+    from pydepth._native import _elementary
+    out = np.empty_like(x)
+    _elementary.exp_scalar_into(x, out)
+    return out
+
+
+def assert_same_bits(label, mine, ref, x):
+    """Fails naming the first inputs where mine and ref (exps of x) differ in any bit."""
+    bad = np.flatnonzero(mine.view(np.uint64) != ref.view(np.uint64))
+    if bad.size:
+        shown = [f"exp({float(x[i]).hex()}) = {float(mine[i]).hex()}, scalar {float(ref[i]).hex()}" for i in bad[:5]]
+        pytest.fail(f"{label}: {bad.size} of {mine.size} differ:\n" + "\n".join(shown))

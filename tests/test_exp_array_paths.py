@@ -15,8 +15,8 @@ import pytest
 
 from pydepth._native import _elementary
 
-# widest first, as the core's table of paths (csrc/libm/exp_array.c)
-PATHS = ("avx512-fma", "avx2-fma", "scalar")
+from conftest import EXP_PATHS as PATHS, assert_same_bits, scalar_exp
+
 NEEDS = {"avx512-fma": "AVX-512F", "avx2-fma": "AVX2 and FMA"}
 
 
@@ -31,23 +31,10 @@ def vector_path(request):
     assert _elementary.force_exp_array_path(before)
 
 
-def scalar_exp(x):
-    out = np.empty_like(x)
-    _elementary.exp_scalar_into(x, out)
-    return out
-
-
 def array_exp(x):
     out = np.empty_like(x)
     _elementary.exp_into(x, out)
     return out
-
-
-def assert_same_bits(label, mine, ref, x):
-    bad = np.flatnonzero(mine.view(np.uint64) != ref.view(np.uint64))
-    if bad.size:
-        shown = [f"exp({float(x[i]).hex()}) = {float(mine[i]).hex()}, scalar {float(ref[i]).hex()}" for i in bad[:5]]
-        pytest.fail(f"{label}: {bad.size} of {mine.size} differ:\n" + "\n".join(shown))
 
 
 def ulps_around(values, width):

@@ -10,20 +10,7 @@ import pytest
 
 from pydepth._native import _elementary
 
-PATHS = ("avx512-fma", "avx2-fma", "scalar")  # as tests/test_exp_array_paths.py
-
-
-def scalar_exp(x):
-    out = np.empty_like(x)
-    _elementary.exp_scalar_into(x, out)
-    return out
-
-
-def assert_same_bits(label, mine, ref, x):
-    bad = np.flatnonzero(mine.view(np.uint64) != ref.view(np.uint64))
-    if bad.size:
-        shown = [f"exp({float(x[i]).hex()}) = {float(mine[i]).hex()}, scalar {float(ref[i]).hex()}" for i in bad[:5]]
-        pytest.fail(f"{label}: {bad.size} of {mine.size} differ:\n" + "\n".join(shown))
+from conftest import EXP_PATHS as PATHS, assert_same_bits, scalar_exp
 
 # §2.1's classes: in range, tiny (±0 and |x| < 2^-54), outside §2.2 (|x| >= 512, ±inf, NaN),
 # and results that are subnormal or underflow to zero
