@@ -46,8 +46,8 @@ pd_status pd_step_adamw(const pd_optim_tensor *t, size_t n, const void *hparams,
 /* Where a step stopped, so the caller words a refusal as the separate call would. */
 enum { PD_STEP_FORWARD = 0, PD_STEP_LOSS, PD_STEP_BACKWARD, PD_STEP_UPDATE };
 
-/* Forward (recorded as pd_graph_forward_step records it), loss, every gradient of m to +0.0, committing reverse pass, then
- * update when not NULL: the same bits as those calls one after another. The reset and the pass
+/* Forward (recorded as pd_graph_forward_step records it), loss, every gradient of m to +0.0,
+ * committing reverse pass, then update when not NULL: the same bits as those calls one after another. The reset and the pass
  * are one: the pass writes over the gradients (PD_PASS_COMMIT_OVER), only shared ones zeroed. The caller holds m's
  * gradient lock alone. A refusal in the forward or the loss changes nothing; one in the reverse
  * pass leaves the gradients +0.0 (as the reset followed by the refused pass), and so does an
