@@ -391,18 +391,33 @@ static void gemm_task(void *vctx, size_t begin, size_t end) {
     }
 }
 
+/* A transposed B's unpacked product, out of gemm's line: its k-major copy's 8 KiB stack frame
+ * and the stack realignment stay off the row-major calls. */
+static PD_NOINLINE void gemm_small_t(const pd_product *q) {
+    const size_t K = q->K, N = q->N;
+    _Alignas(64) double local[PD_SMALL_LOCAL]; /* most transposed Bs: no thread-local lookup */
+    double *bt = K * N <= PD_SMALL_LOCAL ? local : scratch_get(K * N);
+    if (bt) pd_mm_small(current_path(), q, bt);
+    else pd_mm_ref(q); /* no memory for the copy */
+}
+
+/* Fewer than PD_SMALL_MACS multiply-adds (or none), in integers, not doubles (a few ns a call):
+ * M*N and K each below the limit keep M*N*K below its square, 2^36. */
+static int small_product(size_t M, size_t K, size_t N) {
+    const size_t lim = PD_SMALL_MACS;
+    return K == 0 || (M < lim && N < lim && K < lim && M * N < lim && M * N * K < lim);
+}
+
 static void gemm(const pd_product *q) {
     const size_t M = q->M, K = q->K, N = q->N;
     if (M == 0 || N == 0) return;
-    const double macs = (double)M * (double)N * (double)K;
-    if (K == 0 || macs < PD_SMALL_MACS) { /* unpacked; a transposed B is copied k-major first */
-        _Alignas(64) double local[PD_SMALL_LOCAL]; /* most transposed Bs: no thread-local lookup */
-        double *bt = q->csb == 1 ? NULL : K * N <= PD_SMALL_LOCAL ? local : scratch_get(K * N);
-        if (q->csb == 1 || bt) pd_mm_small(current_path(), q, bt);
-        else pd_mm_ref(q); /* no memory for the copy */
+    if (small_product(M, K, N)) { /* unpacked; a transposed B is copied k-major first */
+        if (q->csb == 1) current_path()->small(q); /* B by rows: the path's kernel as given */
+        else gemm_small_t(q);
         bsum_add(q->bsum, q->B, K, N, q->rsb, q->csb); /* B is still in cache */
         return;
     }
+    const double macs = (double)M * (double)N * (double)K;
     gemm_job j = {.p = current_path(), .prod = *q};
     size_t nt = (size_t)pd_get_num_threads(); /* below two chunks' work a second thread costs more than it saves */
     if (pd_parallel_active() || macs < 2.0 * PD_PARALLEL_MIN_WORK) nt = 1;

@@ -28,15 +28,6 @@ void pd_small_generic(const pd_product *p) {
     }
 }
 
-static pd_small_fn small_kernel(const pd_gemm_path *p) {
-#if PD_ARCH_X86_64
-    if (p == &pd_path_avx512) return pd_small_avx512;
-    if (p == &pd_path_avx2) return pd_small_avx2;
-#endif
-    (void)p;
-    return pd_small_generic;
-}
-
 /* A transposed B with fewer rows in A (X Eᵀ, the tied head): copy A k-major instead, run
  * B Aᵀ with B's rows broadcast in place and store its tiles transposed; 1 if it ran. */
 static int small_swapped(const pd_gemm_path *path, const pd_product *p, double *at) {
@@ -55,7 +46,7 @@ static int small_swapped(const pd_gemm_path *path, const pd_product *p, double *
 void pd_mm_small(const pd_gemm_path *path, const pd_product *p, double *bt) {
     const size_t K = p->K, N = p->N, rsb = p->rsb, csb = p->csb;
     if (csb == 1) { /* p as given: a copy of it would reload fields just stored (a store-forward stall) */
-        small_kernel(path)(p);
+        path->small(p);
         return;
     }
     if (small_swapped(path, p, bt)) return;
@@ -65,5 +56,5 @@ void pd_mm_small(const pd_gemm_path *path, const pd_product *p, double *bt) {
         for (size_t n = 0; n < N; n++)
             for (size_t k = 0; k < K; k++) bt[k * N + n] = p->B[k * rsb + n * csb];
     const pd_product q = {p->M, K, N, p->A, p->rsa, p->csa, bt, N, 1, p->C, p->ldc, p->acc, NULL};
-    small_kernel(path)(&q);
+    path->small(&q);
 }

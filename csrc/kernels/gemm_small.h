@@ -9,8 +9,7 @@
 #include "ukernel.h"
 
 /* The product with A read in place at any strides and B by contiguous rows (p->csb is taken
- * as 1), vectorized across n. One entry per instruction-set path. */
-typedef void (*pd_small_fn)(const pd_product *p);
+ * as 1), vectorized across n: each path's pd_gemm_path.small (ukernel.h). */
 void pd_small_generic(const pd_product *p);
 void pd_small_avx2(const pd_product *p);
 void pd_small_avx512(const pd_product *p);

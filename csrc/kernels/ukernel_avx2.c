@@ -5,6 +5,7 @@
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
+#include "gemm_small.h"
 
 #define MR 6
 #define NR 8
@@ -62,7 +63,8 @@ PD_TARGET("avx2") static void ukernel_avx2_rows(size_t kc, const double *a, size
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
 
-const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2, ukernel_avx2_rows};
+const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2, ukernel_avx2_rows,
+                                   pd_small_avx2};
 #else
 typedef int pd_ukernel_avx2_unused; /* no x86-64: this path does not exist */
 #endif

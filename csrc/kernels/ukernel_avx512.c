@@ -7,6 +7,7 @@
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
+#include "gemm_small.h"
 
 #define MR 8
 #define NR 16
@@ -65,7 +66,8 @@ PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a,
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
 }
 
-const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512, ukernel_avx512_rows};
+const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512, ukernel_avx512_rows,
+                                     pd_small_avx512};
 #else
 typedef int pd_ukernel_avx512_unused; /* no x86-64: this path does not exist */
 #endif

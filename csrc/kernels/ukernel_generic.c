@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Portable 4x4 micro-kernel (plain C, SSE2 at most): the "baseline" path. */
 #include "ukernel.h"
+#include "gemm_small.h"
 
 #define MR 4
 #define NR 4
@@ -29,4 +30,5 @@ static void ukernel_generic_rows(size_t kc, const double *a, size_t lda, const d
         for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? add[i * ldadd + j] + acc[i][j] : acc[i][j];
 }
 
-const pd_gemm_path pd_path_baseline = {"baseline", MR, NR, 256, 128, 2048, ukernel_generic, ukernel_generic_rows};
+const pd_gemm_path pd_path_baseline = {"baseline", MR, NR, 256, 128, 2048, ukernel_generic, ukernel_generic_rows,
+                                       pd_small_generic};

@@ -5,6 +5,7 @@
 #if PD_ARCH_AARCH64
 #include <arm_neon.h>
 #include "ukernel.h"
+#include "gemm_small.h"
 
 #define MR 6
 #define NR 8
@@ -59,7 +60,8 @@ static void ukernel_neon_rows(size_t kc, const double *a, size_t lda, const doub
     STORES;
 }
 
-const pd_gemm_path pd_path_neon = {"neon", MR, NR, 256, 96, 2048, ukernel_neon, ukernel_neon_rows};
+const pd_gemm_path pd_path_neon = {"neon", MR, NR, 256, 96, 2048, ukernel_neon, ukernel_neon_rows,
+                                   pd_small_generic};
 #else
 typedef int pd_ukernel_neon_unused; /* not aarch64: this path does not exist */
 #endif

@@ -22,16 +22,19 @@
 #define PD_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #define PD_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #define PD_THREAD_LOCAL _Thread_local
+#define PD_NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
 #define PD_TARGET(isa)
 #define PD_PREFETCH_W(p) ((void)(p))
 #define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL __declspec(thread)
+#define PD_NOINLINE __declspec(noinline)
 #else
 #define PD_TARGET(isa)
 #define PD_PREFETCH_W(p) ((void)(p))
 #define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL _Thread_local
+#define PD_NOINLINE
 #endif
 
 #endif
