@@ -45,17 +45,23 @@
         STEPS;                                                                                   \
     }
 
-/* The tile of rows [i, i + rows) and the columns of mask m0 from j. */
-PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t j, size_t rows,
-                                          __mmask8 m0) {
+/* The sums of an 8-row tile of one column vector (mask m0), read by the tile stored as it is
+ * and the tile stored transposed. */
+#define SUMS_8X1                                                                                 \
+    ROWS(ROWPTR);                                                                                \
+    ALL(ZERO, 0);                                                                                \
+    if (m0 == 0xFF) KLOOP(const __m512d b0 = _mm512_loadu_pd(b), ALL(STEP, 0))                   \
+    else KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), ALL(STEP, 0))
+
+/* The tile of rows [i, i + rows) and the columns of mask m0 from j. The tiles stay out of line:
+ * inlined, their row and mask cases grew the driver's frame and spills (benchmarks/KERNELS.md). */
+PD_TARGET("avx512f") static PD_NOINLINE void tile_8x1(const pd_product *p, size_t i, size_t j,
+                                                      size_t rows, __mmask8 m0) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + i * ldc + j;
     const int acc = p->acc;
-    ROWS(ROWPTR);
-    ALL(ZERO, 0);
-    if (m0 == 0xFF) KLOOP(const __m512d b0 = _mm512_loadu_pd(b), ALL(STEP, 0))
-    else KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), ALL(STEP, 0))
+    SUMS_8X1;
     ALL(OUT, 0);
 }
 
@@ -73,8 +79,8 @@ PD_TARGET("avx512f") static void tile_8x1(const pd_product *p, size_t i, size_t 
               const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8), ALL(STEP, 0); ALL(STEP, 1))
 
 /* The tile of rows [i, i + rows) and the columns of masks m0 from j and m1 from j + 8. */
-PD_TARGET("avx512f") static void tile_8x2(const pd_product *p, size_t i, size_t j, size_t rows,
-                                          __mmask8 m0, __mmask8 m1) {
+PD_TARGET("avx512f") static PD_NOINLINE void tile_8x2(const pd_product *p, size_t i, size_t j,
+                                                      size_t rows, __mmask8 m0, __mmask8 m1) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + i * ldc + j;
@@ -128,12 +134,28 @@ PD_TARGET("avx512f") static void tile_8x2_t(const pd_product *p, size_t i, size_
     if (m1) OUT_T(1);
 }
 
+/* tile_8x1 stored transposed: a block of 8 or fewer columns (the tied head's X Eᵀ over 8 or
+ * fewer tokens, as at `tiny`) runs no second, empty column vector. */
+PD_TARGET("avx512f") static void tile_8x1_t(const pd_product *p, size_t i, size_t j, size_t rows,
+                                            __mmask8 m0) {
+    const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
+    const double *A = p->A + i * rsa, *b = p->B + j;
+    double *c = p->C + j * ldc + i;
+    const int acc = p->acc;
+    const __mmask8 rm = (__mmask8)((1u << rows) - 1u);
+    SUMS_8X1;
+    OUT_T(0);
+}
+
 PD_TARGET("avx512f") void pd_small_avx512_ct(const pd_product *p) {
     const size_t M = p->M, N = p->N;
     for (size_t j = 0; j < N; j += 16) {
         const size_t cols = N - j < 16 ? N - j : 16;
         const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
-        for (size_t i = 0; i < M; i += R) tile_8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
+        if (m1)
+            for (size_t i = 0; i < M; i += R) tile_8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
+        else
+            for (size_t i = 0; i < M; i += R) tile_8x1_t(p, i, j, M - i < R ? M - i : R, m0);
     }
 }
 #else
