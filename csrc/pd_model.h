@@ -22,7 +22,13 @@ typedef struct pd_param_s {
     size_t size;
     uint64_t revision;
     int grad_zero; /* 1 only while every grad element is +0.0: kept by pd_grad.h and pd_grad_txn.h */
+    void *blocks[2]; /* what pd_param_alloc allocated for value and grad: pd_param_release frees them */
 } pd_param;
+
+/* A parameter of n elements: value and grad all +0.0, each starting on a 64-byte line
+ * (pd_param_mem.c). PD_ERR_ALLOC leaves p's buffers NULL; pd_param_release(p) is always safe. */
+pd_status pd_param_alloc(pd_param *p, size_t n);
+void pd_param_release(pd_param *p);
 
 typedef struct {
     pd_config cfg;

@@ -84,6 +84,16 @@ def test_views_are_read_only_and_keep_buffers_alive():
     assert np.array_equal(first, expected)
 
 
+def test_parameter_values_and_gradients_start_on_a_64_byte_line():
+    # The products writing a gradient's rows run slower from calloc's 16-byte-off start.
+    model = DecoderModel(DecoderConfig(13, 8, 2, 5, 2, 4), SplitMix64(3))
+    model.train_step(np.array([[1, 2, 3]]), np.array([[2, 3, 4]]))
+    for p in model.parameters:
+        for view in (p.value, p.grad):
+            assert view.ctypes.data % 64 == 0, p.name
+            assert view.base is not None  # still the parameter's own buffer, not a copy
+
+
 @pytest.mark.parametrize("name", ["", "a..b", ".a", "a.", "A", "a-b", "blocks.0.Weight", "é", "a b", 3])
 def test_bad_names(name):
     with pytest.raises(pydepth.ParameterNameError):

@@ -106,6 +106,8 @@ cdef extern from "pd_decoder.h":
     pd_status pd_config_validate(const pd_config *c, pd_error *e)
     const char *pd_config_check_rule(size_t index)
     pd_status pd_config_parameter_count(const pd_config *c, size_t *count, pd_error *e)
+    pd_status pd_param_alloc(pd_param *p, size_t n)
+    void pd_param_release(pd_param *p)
     pd_status pd_param_shape(const pd_config *c, size_t i, size_t *rank, size_t dims[2])
     size_t pd_param_name(const pd_config *c, size_t i, char *buf, size_t cap)
     size_t pd_param_tensor_count(const pd_config *c)

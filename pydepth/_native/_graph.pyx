@@ -173,16 +173,13 @@ cdef class _Param:
             dims.append(d)
         self.shape = tuple(dims)
         self.p.size = n
-        self.p.value = <double *>calloc(n if n else 1, sizeof(double))
-        self.p.grad = <double *>calloc(n if n else 1, sizeof(double))
         self.p.revision = 0
-        self.p.grad_zero = 1  # calloc: every gradient element is +0.0
-        if self.p.value == NULL or self.p.grad == NULL:
+        self.p.grad_zero = 1  # every gradient element starts +0.0
+        if pd_param_alloc(&self.p, n) != PD_OK:
             raise MemoryError(f"cannot allocate a parameter of shape {shape}")
 
     def __dealloc__(self):
-        free(self.p.value)
-        free(self.p.grad)
+        pd_param_release(&self.p)
 
     def value_view(self):
         return _view(self, self.p.value, self.shape)
