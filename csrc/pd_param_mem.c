@@ -4,7 +4,7 @@
  * (benchmarks/KERNELS.md, "The register kernels inside a whole step"). */
 #include <stdint.h>
 #include <stdlib.h>
-#include "pd_model.h"
+#include "pd_param_mem.h"
 
 #define PD_PARAM_LINE 64
 
