@@ -25,11 +25,6 @@ typedef struct pd_param_s {
     void *blocks[2]; /* what pd_param_alloc allocated for value and grad: pd_param_release frees them */
 } pd_param;
 
-/* A parameter of n elements: value and grad all +0.0, each starting on a 64-byte line
- * (pd_param_mem.c). PD_ERR_ALLOC leaves p's buffers NULL; pd_param_release(p) is always safe. */
-pd_status pd_param_alloc(pd_param *p, size_t n);
-void pd_param_release(pd_param *p);
-
 typedef struct {
     pd_config cfg;
     size_t head_width, kv_width, n_params;

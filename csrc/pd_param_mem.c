@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* A parameter's value and gradient blocks: zeroed and starting on a 64-byte line, because a
- * product whose C rows start 16 bytes off a line (calloc's start) runs up to 20 % slower
- * (benchmarks/KERNELS.md, "The register kernels inside a whole step"). */
+/* A parameter's value and gradient blocks: zeroed and starting on a 64-byte line, because the
+ * products writing a gradient run slower from calloc's start, 16 bytes off a line
+ * (benchmarks/KERNELS.md, "Parameters on 64-byte lines"). */
 #include <stdint.h>
 #include <stdlib.h>
-#include "pd_model.h"
+#include "pd_param_mem.h"
 
 #define PD_PARAM_LINE 64
 
