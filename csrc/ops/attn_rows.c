@@ -17,11 +17,13 @@
 #include <immintrin.h>
 #endif
 
-/* The tail of the denominator: terms ascending, the first maximal one left out. */
+/* The tail of the denominator: terms ascending, the first maximal one left out (two loops
+ * around it, no branch per term). */
 static double row_tail(const double *p, size_t n, size_t first_max) {
     double tail = 0.0;
-    for (size_t j = 0; j < n; j++)
-        if (j != first_max) tail = tail + p[j];
+    const size_t cut = first_max < n ? first_max : n;
+    for (size_t j = 0; j < cut; j++) tail = tail + p[j];
+    for (size_t j = cut + 1; j < n; j++) tail = tail + p[j];
     return tail;
 }
 
@@ -117,20 +119,16 @@ static __mmask8 allowed(size_t g, size_t s, size_t i) {
 }
 
 /* The lowest set lane of a mask that has one. */
-static size_t first_lane(unsigned m) {
-    size_t l = 0;
-    while (!(m & 1u)) m >>= 1, l++;
-    return l;
-}
+static size_t first_lane(unsigned m) { return (size_t)__builtin_ctz(m); }
 
 /* The largest allowed s as the scan (mx = -inf; s > mx ? s : mx) finds it: the lanes' chains
  * keep their first maximum, and a zero maximum takes the sign of the row's first zero. */
 PD_TARGET("avx512f") static double row_max(const double *p, size_t n, __m512d chains) {
-    double t[8];
-    _mm512_storeu_pd(t, chains);
-    double mx = t[0];
-    for (int l = 1; l < 8; l++)
-        if (t[l] > mx) mx = t[l];
+    /* a tree of lane maxima: order-free but for a zero's sign, which the scan below settles */
+    __m512d m = _mm512_max_pd(chains, _mm512_shuffle_f64x2(chains, chains, 0x4E));
+    m = _mm512_max_pd(m, _mm512_shuffle_f64x2(m, m, 0xB1));
+    m = _mm512_max_pd(m, _mm512_permute_pd(m, 0x55));
+    const double mx = _mm512_cvtsd_f64(m);
     if (mx == 0.0)
         for (size_t j = 0; j < n; j++)
             if (p[j] == 0.0) return p[j];
