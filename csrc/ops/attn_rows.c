@@ -17,16 +17,13 @@
 #include <immintrin.h>
 #endif
 
-/* The tail of the denominator: terms ascending, the first maximal one left out (two loops
- * around it, no branch per term). */
+/* The tail of the denominator: terms ascending, the first maximal one left out. */
 static double row_tail(const double *p, size_t n, size_t first_max) {
     double tail = 0.0;
-    const size_t cut = first_max < n ? first_max : n;
-    for (size_t j = 0; j < cut; j++) tail = tail + p[j];
-    for (size_t j = cut + 1; j < n; j++) tail = tail + p[j];
+    for (size_t j = 0; j < n; j++)
+        if (j != first_max) tail = tail + p[j];
     return tail;
 }
-
 /* A row's element steps in the widest vectors the products' path allows (isa.h), for the text
  * path: each element's operations are the same on every path; the sums across a row stay
  * sequential in the callers. */

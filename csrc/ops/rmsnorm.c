@@ -45,8 +45,9 @@
         double *outr = out + j * W;                                                  \
         BACK_ROW_LOOP                                                                \
     }
-/* the gain's terms of every counted row, in row order: dg[w] = dg[w] + u[w] n[w] */
+/* the gain's columns from +0.0, every counted row's terms in row order: dg[w] = dg[w] + u[w] n[w] */
 #define GAIN_LOOP                                                                    \
+    for (size_t w = 0; w < n; w++) dg[w] = 0.0;                                      \
     for (size_t row = 0; row < R; row++) {                                           \
         if (valid && !valid[row]) continue;                                          \
         const double *ur = u + row * W, *nr = nrm + row * W;                         \
@@ -60,7 +61,7 @@ typedef struct {
      * group: a call per 16-wide row cost more than its arithmetic */
     void (*back)(size_t n, size_t W, const double *u, const double *x, const double *g, const double *rrs,
                  const double *uss, const double *ress, const uint8_t *valid, double *out);
-    /* the gain gradient's columns [0, n) of rows W apart, every counted row in order */
+    /* the gain gradient's columns [0, n) of rows W apart from +0.0, every counted row in order */
     void (*gain)(size_t n, size_t R, size_t W, const double *u, const double *nrm, const uint8_t *valid,
                  double *dg);
 } row_loops;
@@ -75,7 +76,7 @@ PD_TARGET("avx512f") static void gain_blocks_avx512(size_t n, size_t R, size_t W
         const size_t m = n - w0 < 16 ? n - w0 : 16;
         const __mmask8 k0 = m >= 8 ? (__mmask8)0xff : (__mmask8)((1u << m) - 1);
         const __mmask8 k1 = m >= 16 ? (__mmask8)0xff : m > 8 ? (__mmask8)((1u << (m - 8)) - 1) : (__mmask8)0;
-        __m512d a0 = _mm512_maskz_loadu_pd(k0, dg + w0), a1 = _mm512_maskz_loadu_pd(k1, dg + w0 + 8);
+        __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(); /* the sums' +0.0 */
         for (size_t row = 0; row < R; row++) {
             if (valid && !valid[row]) continue;
             const double *ur = u + row * W + w0, *nr = nrm + row * W + w0;
@@ -282,7 +283,6 @@ static void rms_back_gain(void *vctx, size_t begin, size_t end) {
     const uint8_t *valid = c->geom->valid;
     double *dg = c->d->dgain;
     const row_loops *L = current_loops();
-    for (size_t w = begin; w < end; w++) dg[w] = 0.0;
     L->gain(end - begin, R, W, c->u + begin, c->rec->normalized + begin, valid, dg + begin);
 }
 

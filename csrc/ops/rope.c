@@ -94,8 +94,8 @@ typedef struct {
     int bad;             /* some value read is not finite */
 } fused_ctx;
 
-/* Token rows [begin, end); PAIRS turns a into o (FORWARD: x's row into the rotated head). */
-#define FUSED_LOOP(PAIRS, FORWARD)                                                            \
+/* Token rows [begin, end), each head's row at tok in the token layout and hd in the heads'. */
+#define FUSED_ROWS(BODY)                                                                      \
     fused_ctx *c = vctx;                                                                      \
     uint64_t any = 0;                                                                         \
     const size_t half = c->r->D / 2, T = c->r->T, D = c->r->D, Hn = c->Hn;                    \
@@ -104,30 +104,38 @@ typedef struct {
         const double *sr = c->r->sin_t + p * half, *cr = c->r->cos_t + p * half;             \
         for (size_t h = 0; h < Hn; h++) {                                                     \
             const size_t tok = (bt * Hn + h) * D, hd = ((b * Hn + h) * T + t) * D;           \
-            if (FORWARD) {                                                                    \
-                const double *a = c->in + tok;                                                \
-                double *o = c->out + hd;                                                      \
-                for (size_t d = 0; d < D; d++) {                                              \
-                    c->heads[hd + d] = a[d];                                                  \
-                    any |= pd_nonfinite_bit(a[d]);                                            \
-                }                                                                             \
-                PAIRS                                                                         \
-            } else {                                                                          \
-                const double *a = c->in + hd;                                                 \
-                double *o = c->heads + hd;                                                    \
-                PAIRS                                                                         \
-                for (size_t d = 0; d < D; d++) c->out[tok + d] = o[d];                        \
-            }                                                                                 \
+            BODY                                                                              \
         }                                                                                     \
     }                                                                                         \
     if (any >> 63) c->bad = 1;
+/* forward: x's row copied into the split heads (its finiteness noted) and rotated */
+#define SPLIT_ROTATE_BODY                                                                     \
+    const double *a = c->in + tok;                                                            \
+    double *o = c->out + hd;                                                                  \
+    for (size_t d = 0; d < D; d++) {                                                          \
+        c->heads[hd + d] = a[d];                                                              \
+        any |= pd_nonfinite_bit(a[d]);                                                        \
+    }                                                                                         \
+    ROTATE_LOOP
+/* inverse: each pair turned back and stored to the heads and the token row from its register
+ * (reloading the heads' row just stored would wait on the stores) */
+#define UNROTATE_MERGE_BODY                                                                   \
+    const double *a = c->in + hd;                                                             \
+    double *o = c->heads + hd, *o2 = c->out + tok;                                            \
+    for (size_t j = 0; j < half; j++) {                                                       \
+        const double l = a[2 * j], r = a[2 * j + 1], cs = cr[j], s = sr[j];                   \
+        const double v0 = pd_canon(l * cs + r * s), v1 = pd_canon(r * cs - l * s);            \
+        o[2 * j] = o2[2 * j] = v0;                                                            \
+        o[2 * j + 1] = o2[2 * j + 1] = v1;                                                    \
+        any |= pd_nonfinite_bit(l) | pd_nonfinite_bit(r);                                     \
+    }
 
 #define FUSED_TASKS(suffix, target)                                                               \
     target static void split_rotate##suffix(void *vctx, size_t begin, size_t end) {             \
-        FUSED_LOOP(ROTATE_LOOP, 1)                                                                \
+        FUSED_ROWS(SPLIT_ROTATE_BODY)                                                             \
     }                                                                                             \
     target static void unrotate_merge##suffix(void *vctx, size_t begin, size_t end) {           \
-        FUSED_LOOP(UNROTATE_LOOP, 0)                                                              \
+        FUSED_ROWS(UNROTATE_MERGE_BODY)                                                           \
     }
 
 PD_ISA_VARIANTS(FUSED_TASKS)
