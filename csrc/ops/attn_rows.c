@@ -24,6 +24,7 @@ static double row_tail(const double *p, size_t n, size_t first_max) {
         if (j != first_max) tail = tail + p[j];
     return tail;
 }
+
 /* A row's element steps in the widest vectors the products' path allows (isa.h), for the text
  * path: each element's operations are the same on every path; the sums across a row stay
  * sequential in the callers. */
@@ -116,7 +117,11 @@ static __mmask8 allowed(size_t g, size_t s, size_t i) {
 }
 
 /* The lowest set lane of a mask that has one. */
-static size_t first_lane(unsigned m) { return (size_t)__builtin_ctz(m); }
+static size_t first_lane(unsigned m) {
+    size_t l = 0;
+    while (!(m & 1u)) m >>= 1, l++;
+    return l;
+}
 
 /* The largest allowed s as the scan (mx = -inf; s > mx ? s : mx) finds it: the lanes' chains
  * keep their first maximum, and a zero maximum takes the sign of the row's first zero. */
