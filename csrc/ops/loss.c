@@ -136,6 +136,13 @@ typedef struct {
  * and each add serves eight rows. Lanes past V read +0.0, which leaves a sum of terms >= +0.0
  * unchanged. */
 PD_TARGET("avx512f") static void tails_avx512(const double *const *tp, size_t n, size_t V, double *t) {
+    if (n <= 4) { /* four scalar chains keep the adders busy for so few rows; the transposes cost more */
+        double s[4] = {0.0, 0.0, 0.0, 0.0};
+        for (size_t cl = 0; cl < V; cl++)
+            for (int l = 0; l < 4; l++) s[l] = s[l] + tp[l][cl];
+        for (int l = 0; l < 4; l++) t[l] = s[l];
+        return;
+    }
     __m512d acc[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
     const int vecs = n > 8 ? 2 : 1; /* rows past n repeat a live one: their sums are unused */
     for (size_t cl = 0; cl < V; cl += 8) {
