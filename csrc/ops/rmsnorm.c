@@ -36,15 +36,6 @@
 #define BACK_ROW_LOOP                                                                \
     if (res) { BACK_LOOP(0.0 + res[w]) }                                             \
     else { BACK_LOOP(0.0) }
-/* the valid rows of a group, row j with its own r and u_s (res and valid may be NULL) */
-#define BACK_ROWS_LOOP                                                               \
-    for (size_t j = 0; j < n; j++) {                                                 \
-        if (valid && !valid[j]) continue;                                            \
-        const double *ur = u + j * W, *xr = x + j * W, rr = rrs[j], u_s = uss[j];    \
-        const double *res = ress ? ress + j * W : NULL;                              \
-        double *outr = out + j * W;                                                  \
-        BACK_ROW_LOOP                                                                \
-    }
 /* the gain's columns from +0.0, every counted row's terms in row order: dg[w] = dg[w] + u[w] n[w] */
 #define GAIN_LOOP                                                                    \
     for (size_t w = 0; w < n; w++) dg[w] = 0.0;                                      \
@@ -57,10 +48,9 @@
 typedef struct {
     /* n = x r, o = n g; bit 63 set when any n or o is not finite */
     uint64_t (*scale)(size_t W, const double *xr, double rr, const double *g, double *nr, double *orow);
-    /* the valid rows of n rows of the VJP's output (res and valid may be NULL), one call per
-     * group: a call per 16-wide row cost more than its arithmetic */
-    void (*back)(size_t n, size_t W, const double *u, const double *x, const double *g, const double *rrs,
-                 const double *uss, const double *ress, const uint8_t *valid, double *out);
+    /* one valid row of the VJP's output (res may be NULL) */
+    void (*back)(size_t W, const double *ur, const double *xr, const double *g, double rr,
+                 double u_s, const double *res, double *outr);
     /* the gain gradient's columns [0, n) of rows W apart from +0.0, every counted row in order */
     void (*gain)(size_t n, size_t R, size_t W, const double *u, const double *nrm, const uint8_t *valid,
                  double *dg);
@@ -116,10 +106,9 @@ PD_TARGET("avx512f") static void gain_blocks_avx512(size_t n, size_t R, size_t W
                                          double *nr, double *orow) {                                \
         SCALE_LOOP;                                                                                 \
     }                                                                                               \
-    target static void back##suffix(size_t n, size_t W, const double *u, const double *x, const double *g, \
-                                    const double *rrs, const double *uss, const double *ress,      \
-                                    const uint8_t *valid, double *out) {                           \
-        BACK_ROWS_LOOP                                                                              \
+    target static void back##suffix(size_t W, const double *ur, const double *xr, const double *g, \
+                                    double rr, double u_s, const double *res, double *outr) {      \
+        BACK_ROW_LOOP                                                                               \
     }                                                                                               \
     MAYBE_UNUSED target static void gain##suffix(size_t n, size_t R, size_t W, const double *restrict u, \
                                     const double *restrict nrm, const uint8_t *valid,               \
@@ -248,12 +237,12 @@ static void group_adjoints(const rms_ctx *c, size_t r, size_t n, const double *q
     }
 }
 
-/* One row's captures, or an invalid row's output, from its sum q = flat sum over w of (u g) x
- * and the adjoint u_z group_adjoints made from it (a valid row's output is the group's back). */
-static void back_row(const rms_ctx *c, size_t row, double q, double u_z) {
+/* One row of the VJP from its sum q = flat sum over w of (u g) x and the adjoints u_z, u_s
+ * group_adjoints made from it. */
+static void back_row(const rms_ctx *c, const row_loops *L, size_t row, double q, double u_z, double u_s) {
     const size_t W = c->geom->W;
     const pd_norm_grads *d = c->d;
-    const double *ur = c->u + row * W, *g = c->g;
+    const double *ur = c->u + row * W, *xr = c->x + row * W, *g = c->g;
     const double *res = d->res ? d->res + row * W : NULL;
     double *outr = d->out + row * W;
     if (c->geom->valid && !c->geom->valid[row]) {
@@ -267,6 +256,7 @@ static void back_row(const rms_ctx *c, size_t row, double q, double u_z) {
     }
     if (d->cap_r) d->cap_r[row] = 0.0 + q;
     if (d->cap_m) d->cap_m[row] = 0.0 + u_z;
+    L->back(W, ur, xr, g, c->rec->inverse_rms[row], u_s, res, outr);
     if (d->cap_n)
         for (size_t w = 0; w < W; w++) d->cap_n[row * W + w] = 0.0 + ur[w] * g[w];
 }
@@ -280,11 +270,7 @@ static void rms_back_rows(void *vctx, size_t begin, size_t end) {
         const size_t n = end - r < RMS_GROUP ? end - r : RMS_GROUP;
         adjoint_sums(c->u + r * W, c->g, c->x + r * W, W, n, s);
         group_adjoints(c, r, n, s, u_z, u_s);
-        const double *res = c->d->res ? c->d->res + r * W : NULL;
-        const uint8_t *valid = c->geom->valid ? c->geom->valid + r : NULL;
-        L->back(n, W, c->u + r * W, c->x + r * W, c->g, c->rec->inverse_rms + r, u_s, res, valid,
-                c->d->out + r * W);
-        for (size_t j = 0; j < n; j++) back_row(c, r + j, s[j], u_z[j]);
+        for (size_t j = 0; j < n; j++) back_row(c, L, r + j, s[j], u_z[j], u_s[j]);
     }
 }
 
