@@ -256,16 +256,15 @@ static pd_status block_backward(const pd_graph *g, size_t b, const selection *se
     const pd_attn_grads d_qkv = {d->rot_query_heads, d->rot_key_heads, d->value_heads};
     PD_TRY(pd_attention_backward(&geom, &attn, rec[PD_N_WEIGHTS], d->head_outputs, &d_qkv, e));
     const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos}; /* its reads are checked too */
-    const int bad_rq = pd_rope_apply(&rope, H, d->rot_query_heads, d->query_heads, 1);
-    const int bad_rk = pd_rope_apply(&rope, KVH, d->rot_key_heads, d->key_heads, 1);
+    /* the inverse rotations merge their heads into token rows in the same sweep */
+    const int bad_rq = pd_rope_unrotate_merge(&rope, H, d->rot_query_heads, d->query_heads, d->query);
+    const int bad_rk = pd_rope_unrotate_merge(&rope, KVH, d->rot_key_heads, d->key_heads, d->key);
     const int bad_v = pd_merge_heads(B, T, KVH, D, d->value_heads, d->value);
     PD_TRY(completed_noted(sel, blk, PD_N_ROT_QUERY_HEADS, d->rot_query_heads, N * W, bad_rq, e));
     PD_TRY(completed_noted(sel, blk, PD_N_ROT_KEY_HEADS, d->rot_key_heads, N * KVD, bad_rk, e));
     PD_TRY(completed_noted(sel, blk, PD_N_VALUE_HEADS, d->value_heads, N * KVD, bad_v, e));
     capture(sel, blk, PD_N_QUERY_HEADS, d->query_heads, N * W);
     capture(sel, blk, PD_N_KEY_HEADS, d->key_heads, N * KVD);
-    pd_merge_heads(B, T, H, D, d->query_heads, d->query);
-    pd_merge_heads(B, T, KVH, D, d->key_heads, d->key);
     wgrad_block(g, s, b, PD_P_WQ, W, W, rec[PD_N_ATTN_NORM_OUTPUT], d->query);
     wgrad_block(g, s, b, PD_P_WK, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->key);
     wgrad_block(g, s, b, PD_P_WV, W, KVD, rec[PD_N_ATTN_NORM_OUTPUT], d->value);

@@ -71,17 +71,16 @@ static pd_status block_forward(const pd_graph *g, size_t b, const double *x, pd_
     pd_mm_nn_sum(N, W, W, an, W, P[PD_P_WQ]->value, W, g->q, W, 0, wsum(g, b, PD_P_WQ));
     pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WK]->value, KVD, g->k, KVD, 0, wsum(g, b, PD_P_WK));
     pd_mm_nn_sum(N, W, KVD, an, W, P[PD_P_WV]->value, KVD, g->v, KVD, 0, wsum(g, b, PD_P_WV));
-    /* the splits note finiteness; the scans, in order, only name what they found */
-    if (pd_split_heads(B, T, c->heads, D, g->q, rec[PD_N_QUERY_HEADS]) |
-        pd_split_heads(B, T, c->kv_heads, D, g->k, rec[PD_N_KEY_HEADS]) |
+    /* the splits (the query's and key's with their rotations, one sweep each) note finiteness;
+     * the scans, in order, only name what they found */
+    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
+    if (pd_rope_split(&rope, c->heads, g->q, rec[PD_N_QUERY_HEADS], rec[PD_N_ROT_QUERY_HEADS]) |
+        pd_rope_split(&rope, c->kv_heads, g->k, rec[PD_N_KEY_HEADS], rec[PD_N_ROT_KEY_HEADS]) |
         pd_split_heads(B, T, c->kv_heads, D, g->v, rec[PD_N_VALUE_HEADS])) {
         PD_TRY(pd_check_finite(g->q, N * W, blk, PD_N_QUERY_HEADS, e));
         PD_TRY(pd_check_finite(g->k, N * KVD, blk, PD_N_KEY_HEADS, e));
         PD_TRY(pd_check_finite(g->v, N * KVD, blk, PD_N_VALUE_HEADS, e));
     }
-    const pd_rope rope = {B, T, D, g->pos, m->rope_sin, m->rope_cos};
-    pd_rope_apply(&rope, c->heads, rec[PD_N_QUERY_HEADS], rec[PD_N_ROT_QUERY_HEADS], 0);
-    pd_rope_apply(&rope, c->kv_heads, rec[PD_N_KEY_HEADS], rec[PD_N_ROT_KEY_HEADS], 0);
     pd_attn_geom geom = {B, T, c->heads, c->kv_heads, D, g->valid, g->seg_start, g->seg_end};
     const pd_attn_in attn = {rec[PD_N_ROT_QUERY_HEADS], rec[PD_N_ROT_KEY_HEADS], rec[PD_N_VALUE_HEADS]};
     PD_TRY(pd_attention_forward(&geom, &attn, rec[PD_N_WEIGHTS], rec[PD_N_HEAD_OUTPUTS], blk, e));

@@ -15,9 +15,28 @@
 #endif
 
 typedef void (*pd_exp_loop)(size_t n, const double *in, double *out);
+typedef size_t (*pd_exp_shifted_loop)(size_t n, const double *in, double mx, double *out);
+
+/* The differences in[i] - mx into out, then the path's exps over them: the first zero difference
+ * as a minimum of indices (no exit, so the loop vectorizes). */
+static size_t pd_exp_shift_then(pd_exp_loop run, size_t n, const double *in, double mx, double *out) {
+    size_t first = n;
+    for (size_t i = 0; i < n; i++) {
+        const double d = in[i] - mx;
+        const size_t at = d == 0.0 ? i : n;
+        out[i] = d;
+        first = at < first ? at : first;
+    }
+    run(n, out, out);
+    return first;
+}
 
 static void pd_exp_scalar_loop(size_t n, const double *in, double *out) {
     for (size_t i = 0; i < n; i++) out[i] = pd_exp(in[i]);
+}
+
+static size_t pd_exp_scalar_shifted(size_t n, const double *in, double mx, double *out) {
+    return pd_exp_shift_then(pd_exp_scalar_loop, n, in, mx, out);
 }
 
 static int pd_exp_always(void) { return 1; }
@@ -39,6 +58,10 @@ static void pd_exp_avx2_all(size_t n, const double *in, double *out) {
     pd_exp_groups(4, pd_libm_fma_exp_avx2, n, in, out);
 }
 
+static size_t pd_exp_avx2_shifted(size_t n, const double *in, double mx, double *out) {
+    return pd_exp_shift_then(pd_exp_avx2_all, n, in, mx, out);
+}
+
 static int pd_exp_avx2_supported(void) { return pd_cpu_has_avx2() && pd_cpu_has_fma(); }
 static int pd_exp_avx512_supported(void) { return pd_cpu_has_avx512f(); }
 #endif
@@ -48,12 +71,13 @@ static const struct {
     const char *name;
     int (*supported)(void);
     pd_exp_loop run;
+    pd_exp_shifted_loop shifted; /* the shift folded into the exps' sweep, or a pass before it */
 } pd_exp_paths[] = {
 #if PD_EXP_VECTOR
-    {"avx512-fma", pd_exp_avx512_supported, pd_libm_fma_exp_avx512}, /* masks its own tail */
-    {"avx2-fma", pd_exp_avx2_supported, pd_exp_avx2_all},
+    {"avx512-fma", pd_exp_avx512_supported, pd_libm_fma_exp_avx512, pd_libm_fma_exp_shifted_avx512},
+    {"avx2-fma", pd_exp_avx2_supported, pd_exp_avx2_all, pd_exp_avx2_shifted},
 #endif
-    {"scalar", pd_exp_always, pd_exp_scalar_loop},
+    {"scalar", pd_exp_always, pd_exp_scalar_loop, pd_exp_scalar_shifted},
 };
 #define PD_EXP_NPATHS ((int)(sizeof pd_exp_paths / sizeof pd_exp_paths[0]))
 
@@ -78,6 +102,10 @@ static int pd_exp_row_now(void) {
 }
 
 void pd_exp_array(size_t n, const double *in, double *out) { pd_exp_paths[pd_exp_row_now()].run(n, in, out); }
+
+size_t pd_exp_shifted_array(size_t n, const double *in, double mx, double *out) {
+    return pd_exp_paths[pd_exp_row_now()].shifted(n, in, mx, out);
+}
 
 const char *pd_exp_array_path(void) { return pd_exp_paths[pd_exp_row_now()].name; }
 

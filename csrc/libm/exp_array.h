@@ -9,4 +9,6 @@
 void pd_libm_fma_exp_avx2(size_t n, const double *in, double *out);
 /* Any n, the last n mod 8 lanes masked; AVX-512F, whose fused multiply-adds it uses (§7.3). */
 void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out);
+/* exp(in[i] - mx), any n; returns the first i whose difference is zero, n when none (§7.3). */
+size_t pd_libm_fma_exp_shifted_avx512(size_t n, const double *in, double mx, double *out);
 #endif

@@ -144,6 +144,40 @@ PD_EXP8_ATTR void pd_libm_fma_exp_avx512(size_t n, const double *in, double *out
             pd_exp8_mixed(&c, x, ok, m, out + i);
     }
 }
+/* exp(in[i] - mx) over an array, the subtraction its own rounding as in a separate pass (§7.3,
+ * pd_exp_shifted_array): a softmax row's shift and exps in one sweep. Returns the first i whose
+ * difference is zero (n when none), found by a compare per group until one is found. */
+PD_EXP8_ATTR size_t pd_libm_fma_exp_shifted_avx512(size_t n, const double *in, double mx, double *out) {
+    const pd_exp8_consts c = pd_exp8_load();
+    const __m512d vm = _mm512_set1_pd(mx), zero = _mm512_setzero_pd();
+    size_t i = 0, first = n;
+    for (; i + 8 <= n; i += 8) {
+        const __m512d x = _mm512_sub_pd(_mm512_loadu_pd(in + i), vm);
+        if (first == n) {
+            const unsigned z = _mm512_cmp_pd_mask(x, zero, _CMP_EQ_OQ);
+            if (z) first = i + (size_t)__builtin_ctz(z);
+        }
+        const __mmask8 ok = pd_exp8_in_range(&c, x);
+        if (__builtin_expect(ok == 0xff, 1))
+            _mm512_storeu_pd(out + i, pd_exp8_general(&c, x));
+        else
+            pd_exp8_mixed(&c, x, ok, 0xff, out + i);
+    }
+    if (i < n) { /* the tail as pd_libm_fma_exp_avx512's: lanes past n hold -1.0 */
+        const __mmask8 m = (__mmask8)((1u << (n - i)) - 1);
+        const __m512d x = _mm512_mask_sub_pd(c.safe, m, _mm512_maskz_loadu_pd(m, in + i), vm);
+        if (first == n) {
+            const unsigned z = _mm512_mask_cmp_pd_mask(m, x, zero, _CMP_EQ_OQ);
+            if (z) first = i + (size_t)__builtin_ctz(z);
+        }
+        const __mmask8 ok = pd_exp8_in_range(&c, x);
+        if (ok == 0xff)
+            _mm512_mask_storeu_pd(out + i, m, pd_exp8_general(&c, x));
+        else
+            pd_exp8_mixed(&c, x, ok, m, out + i);
+    }
+    return first;
+}
 #else
 typedef int pd_libm_exp_avx512_unused; /* the eight-lane loop exists on x86-64 GCC/clang only */
 #endif

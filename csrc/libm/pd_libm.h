@@ -15,6 +15,9 @@ double pd_cos(double x);           /* §6 */
 
 /* out[i] = pd_exp(in[i]) for i < n, in == out allowed (§7.3). */
 void pd_exp_array(size_t n, const double *in, double *out);
+/* out[i] = pd_exp(in[i] - mx) for i < n, each difference rounded on its own first, in == out
+ * allowed; returns the first i whose difference is zero, n when none (§7.3). */
+size_t pd_exp_shifted_array(size_t n, const double *in, double mx, double *out);
 /* The path pd_exp_array runs: "avx2-fma" or "scalar" (§7.3). */
 const char *pd_exp_array_path(void);
 /* Selects a pd_exp_array path by name (tests); 1 if selected, 0 (nothing changed) otherwise. */

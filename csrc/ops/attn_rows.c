@@ -126,11 +126,11 @@ static size_t first_lane(unsigned m) {
 /* The largest allowed s as the scan (mx = -inf; s > mx ? s : mx) finds it: the lanes' chains
  * keep their first maximum, and a zero maximum takes the sign of the row's first zero. */
 PD_TARGET("avx512f") static double row_max(const double *p, size_t n, __m512d chains) {
-    double t[8];
-    _mm512_storeu_pd(t, chains);
-    double mx = t[0];
-    for (int l = 1; l < 8; l++)
-        if (t[l] > mx) mx = t[l];
+    /* a tree of lane maxima: order-free but for a zero's sign, which the scan below settles */
+    __m512d m = _mm512_max_pd(chains, _mm512_shuffle_f64x2(chains, chains, 0x4E));
+    m = _mm512_max_pd(m, _mm512_shuffle_f64x2(m, m, 0xB1));
+    m = _mm512_max_pd(m, _mm512_permute_pd(m, 0x55));
+    const double mx = _mm512_cvtsd_f64(m);
     if (mx == 0.0)
         for (size_t j = 0; j < n; j++)
             if (p[j] == 0.0) return p[j];

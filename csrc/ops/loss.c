@@ -5,6 +5,7 @@
 #include "loss.h"
 #include "canon.h"
 #include "softmax_steps.h"
+#include "../kernels/t8_avx512.h"
 #include "../pd_nodes.h"
 #include "../pd_tensor.h"
 #include "../kernels/isa.h"
@@ -112,25 +113,77 @@ static size_t chains_neon(const double *x, size_t V, double *m, uint64_t *any) {
 
 /* A row's element loops, in the widest vectors the products' path allows (isa.h): the same
  * operations per element on every path. */
+#define GROUP 16 /* rows whose sequential tail sums run interleaved */
+
+/* t[l] = the sum of tp[l][0..V) ascending from +0.0, l < GROUP, the rows' chains interleaved:
+ * each row's own order is the serial one. */
+#define TAIL_LOOP                                                                    \
+    for (int l = 0; l < GROUP; l++) t[l] = 0.0;                                      \
+    for (size_t cl = 0; cl < V; cl++)                                                \
+        for (int l = 0; l < GROUP; l++) t[l] = t[l] + tp[l][cl]
+
 typedef struct {
     int (*max)(const double *x, size_t V, double *out);
-    size_t (*shift)(const double *x, size_t V, double mx, double *p);
+    /* the tails of the first n of GROUP rows (the others' sums may be skipped) */
+    void (*tails)(const double *const *tp, size_t n, size_t V, double *t);
     void (*divide)(double *p, size_t V, double den);
     void (*scale)(const double *p, size_t V, double scale, double *d);
 } row_loops;
+
+#if PD_ARCH_X86_64
+/* The tails on AVX-512: eight rows in the lanes of one vector (8 x 8 blocks transposed in
+ * registers), two such vectors side by side, so a row's chain of adds no longer waits on itself
+ * and each add serves eight rows. Lanes past V read +0.0, which leaves a sum of terms >= +0.0
+ * unchanged. */
+PD_TARGET("avx512f") static void tails_avx512(const double *const *tp, size_t n, size_t V, double *t) {
+    if (n <= 4) { /* four scalar chains keep the adders busy for so few rows; the transposes cost more */
+        double s[4] = {0.0, 0.0, 0.0, 0.0};
+        for (size_t cl = 0; cl < V; cl++)
+            for (int l = 0; l < 4; l++) s[l] = s[l] + tp[l][cl];
+        for (int l = 0; l < 4; l++) t[l] = s[l];
+        return;
+    }
+    __m512d acc[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    const int vecs = n > 8 ? 2 : 1; /* rows past n repeat a live one: their sums are unused */
+    for (size_t cl = 0; cl < V; cl += 8) {
+        const __mmask8 m = V - cl >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (V - cl)) - 1);
+        const int k = V - cl >= 8 ? 8 : (int)(V - cl);
+        for (int h = 0; h < vecs; h++) {
+            __m512d r[8], c[8];
+            for (int l = 0; l < 8; l++) r[l] = _mm512_maskz_loadu_pd(m, tp[8 * h + l] + cl);
+            pd_t8_avx512(r, c);
+            for (int j = 0; j < k; j++) acc[h] = _mm512_add_pd(acc[h], c[j]);
+        }
+    }
+    _mm512_storeu_pd(t, acc[0]);
+    _mm512_storeu_pd(t + 8, acc[1]);
+}
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define MAYBE_UNUSED __attribute__((unused)) /* the AVX-512 variant of the text goes unused */
+#else
+#define MAYBE_UNUSED
+#endif
+/* each path's tails: AVX-512's own loop, the interleaved scalar text elsewhere */
+#define TAILS_baseline tails_loop_baseline
+#define TAILS_avx2 tails_loop_avx2
+#define TAILS_avx512 tails_avx512
+#define TAILS_neon tails_loop_neon
 
 #define ROW_LOOPS(suffix, target)                                                                 \
     target static int row_max##suffix(const double *x, size_t V, double *out) {                  \
         MAX_LOOP(chains##suffix);                                                                 \
     }                                                                                             \
-    target static size_t row_shift##suffix(const double *x, size_t V, double mx, double *p) {    \
-        PD_SHIFT_BODY(x, p, V, mx);                                                               \
+    MAYBE_UNUSED target static void tails_loop##suffix(const double *const *tp, size_t n, size_t V,  \
+                                                    double *t) {                                  \
+        (void)n; /* every GROUP chain runs: a constant count keeps them in registers */           \
+        TAIL_LOOP;                                                                                \
     }                                                                                             \
     target static void row_divide##suffix(double *p, size_t V, double den) { PD_DIVIDE_BODY(p, V, den); } \
     target static void row_scale##suffix(const double *p, size_t V, double scale, double *d) {   \
         SCALE_LOOP;                                                                               \
     }                                                                                             \
-    static const row_loops loops##suffix = {row_max##suffix, row_shift##suffix, row_divide##suffix, \
+    static const row_loops loops##suffix = {row_max##suffix, TAILS##suffix, row_divide##suffix,    \
                                             row_scale##suffix};
 
 PD_ISA_VARIANTS(ROW_LOOPS)
@@ -138,8 +191,6 @@ PD_ISA_VARIANTS(ROW_LOOPS)
 static const row_loops *current_loops(void) {
     return PD_ISA_PICK(&loops_baseline, &loops_avx2, &loops_avx512, &loops_neon);
 }
-
-#define GROUP 4 /* rows whose sequential tail sums run interleaved */
 
 /* Rows are independent; the cross-row sums stay sequential in the caller. */
 static void nll_rows(void *vctx, size_t begin, size_t end) {
@@ -170,10 +221,9 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
                 continue;
             }
             xts[r] = x[c->tgt[g]]; /* read before the row is shifted: prob may be the logits */
-            /* the first zero shift: its exp, the literal 1, stays out of tail */
-            const size_t fm = L->shift(x, V, mxs[r], p);
+            /* exp(x - mx) in one sweep; the first zero shift's exp, the literal 1, stays out of tail */
+            const size_t fm = pd_exp_shifted_array(V, x, mxs[r], p);
             first_max[r] = fm;
-            pd_exp_array(V, p, p); /* the same exp(x - mx) the probability divides */
             if (fm == V) continue; /* no zero shift: only a row without logits (V == 0) */
             lead[r] = p[fm];
             p[fm] = 0.0; /* every term is >= +0.0, so adding +0.0 is leaving it out */
@@ -181,9 +231,8 @@ static void nll_rows(void *vctx, size_t begin, size_t end) {
         }
         if (!live) continue;
         for (size_t l = live; l < GROUP; l++) tp[l] = tp[0];
-        double t[GROUP] = {0.0};
-        for (size_t cl = 0; cl < V; cl++)
-            for (int l = 0; l < GROUP; l++) t[l] = t[l] + tp[l][cl];
+        double t[GROUP];
+        L->tails(tp, live, V, t);
         for (size_t r = 0, l = 0; r < rows; r++) tail[r] = first_max[r] < V ? t[l++] : 0.0;
         for (size_t r = 0; r < rows; r++) {
             if (first_max[r] == V) continue;

@@ -6,6 +6,10 @@
 #include "../kernels/pool.h"
 #include "../libm/pd_libm.h"
 #include "../pd_tensor.h"
+#include "../platform/pd_platform.h"
+#if PD_ARCH_X86_64
+#include <immintrin.h>
+#endif
 
 /* The per-element loops of a row, in the widest vectors the products' path allows (isa.h);
  * each element's operations are the same on every path, and no loop here sums across a row. */
@@ -32,6 +36,14 @@
 #define BACK_ROW_LOOP                                                                \
     if (res) { BACK_LOOP(0.0 + res[w]) }                                             \
     else { BACK_LOOP(0.0) }
+/* the gain's columns from +0.0, every counted row's terms in row order: dg[w] = dg[w] + u[w] n[w] */
+#define GAIN_LOOP                                                                    \
+    for (size_t w = 0; w < n; w++) dg[w] = 0.0;                                      \
+    for (size_t row = 0; row < R; row++) {                                           \
+        if (valid && !valid[row]) continue;                                          \
+        const double *ur = u + row * W, *nr = nrm + row * W;                         \
+        for (size_t w = 0; w < n; w++) dg[w] = dg[w] + ur[w] * nr[w];                \
+    }
 
 typedef struct {
     /* n = x r, o = n g; bit 63 set when any n or o is not finite */
@@ -39,9 +51,55 @@ typedef struct {
     /* one valid row of the VJP's output (res may be NULL) */
     void (*back)(size_t W, const double *ur, const double *xr, const double *g, double rr,
                  double u_s, const double *res, double *outr);
-    /* one row's terms of the gain gradient: dg[w] = dg[w] + u[w] n[w] */
-    void (*gain)(size_t n, const double *ur, const double *nr, double *dg);
+    /* the gain gradient's columns [0, n) of rows W apart from +0.0, every counted row in order */
+    void (*gain)(size_t n, size_t R, size_t W, const double *u, const double *nrm, const uint8_t *valid,
+                 double *dg);
 } row_loops;
+
+#if PD_ARCH_X86_64
+/* GAIN_LOOP on AVX-512 with the columns' sums kept in registers across the rows (a sum stored
+ * and reloaded per row waited on its own store): 64 columns in eight registers, then the rest
+ * sixteen at a time, the last ones masked. Each column still adds its rows in order from +0.0. */
+PD_TARGET("avx512f") static void gain_blocks_avx512(size_t n, size_t R, size_t W, const double *u,
+                                                    const double *nrm, const uint8_t *valid, double *dg) {
+    size_t w0 = 0;
+    for (; w0 + 64 <= n; w0 += 64) {
+        __m512d a[8];
+        for (int k = 0; k < 8; k++) a[k] = _mm512_setzero_pd();
+        for (size_t row = 0; row < R; row++) {
+            if (valid && !valid[row]) continue;
+            const double *ur = u + row * W + w0, *nr = nrm + row * W + w0;
+            for (int k = 0; k < 8; k++)
+                a[k] = _mm512_add_pd(a[k], _mm512_mul_pd(_mm512_loadu_pd(ur + 8 * k), _mm512_loadu_pd(nr + 8 * k)));
+        }
+        for (int k = 0; k < 8; k++) _mm512_storeu_pd(dg + w0 + 8 * k, a[k]);
+    }
+    for (; w0 < n; w0 += 16) {
+        const size_t m = n - w0 < 16 ? n - w0 : 16;
+        const __mmask8 k0 = m >= 8 ? (__mmask8)0xff : (__mmask8)((1u << m) - 1);
+        const __mmask8 k1 = m >= 16 ? (__mmask8)0xff : m > 8 ? (__mmask8)((1u << (m - 8)) - 1) : (__mmask8)0;
+        __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(); /* the sums' +0.0 */
+        for (size_t row = 0; row < R; row++) {
+            if (valid && !valid[row]) continue;
+            const double *ur = u + row * W + w0, *nr = nrm + row * W + w0;
+            a0 = _mm512_add_pd(a0, _mm512_mul_pd(_mm512_maskz_loadu_pd(k0, ur), _mm512_maskz_loadu_pd(k0, nr)));
+            a1 = _mm512_add_pd(a1, _mm512_mul_pd(_mm512_maskz_loadu_pd(k1, ur + 8), _mm512_maskz_loadu_pd(k1, nr + 8)));
+        }
+        _mm512_mask_storeu_pd(dg + w0, k0, a0);
+        _mm512_mask_storeu_pd(dg + w0 + 8, k1, a1);
+    }
+}
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define MAYBE_UNUSED __attribute__((unused)) /* the AVX-512 variant of the text goes unused */
+#else
+#define MAYBE_UNUSED
+#endif
+/* each path's gain loop: AVX-512's register blocks, the text elsewhere */
+#define GAIN_baseline gain_baseline
+#define GAIN_avx2 gain_avx2
+#define GAIN_avx512 gain_blocks_avx512
+#define GAIN_neon gain_neon
 
 #define ROW_LOOPS(suffix, target)                                                                   \
     target static uint64_t scale##suffix(size_t W, const double *xr, double rr, const double *g,   \
@@ -52,11 +110,12 @@ typedef struct {
                                     double rr, double u_s, const double *res, double *outr) {      \
         BACK_ROW_LOOP                                                                               \
     }                                                                                               \
-    target static void gain##suffix(size_t n, const double *restrict ur, const double *restrict nr, \
+    MAYBE_UNUSED target static void gain##suffix(size_t n, size_t R, size_t W, const double *restrict u, \
+                                    const double *restrict nrm, const uint8_t *valid,               \
                                     double *restrict dg) {                                          \
-        for (size_t w = 0; w < n; w++) dg[w] = dg[w] + ur[w] * nr[w];                               \
+        GAIN_LOOP                                                                                   \
     }                                                                                               \
-    static const row_loops loops##suffix = {scale##suffix, back##suffix, gain##suffix};
+    static const row_loops loops##suffix = {scale##suffix, back##suffix, GAIN##suffix};
 
 PD_ISA_VARIANTS(ROW_LOOPS)
 
@@ -165,8 +224,22 @@ static void adjoint_sums(const double *u, const double *g, const double *x, size
     GROUP_SUMS((u[j * W + w] * g[w]) * x[j * W + w]);
 }
 
-/* One row of the VJP from its sum q = flat sum over w of (u g) x. */
-static void back_row(const rms_ctx *c, const row_loops *L, size_t row, double q) {
+/* The scalar chain of each row of a group, u_z = ((q r) * -0.5) / z and u_s = u_z / W, for all
+ * of it before any row's element loop: its two divisions per row then overlap across the rows
+ * instead of waiting on each other. Invalid rows get values never read. */
+static void group_adjoints(const rms_ctx *c, size_t r, size_t n, const double *q, double *u_z, double *u_s) {
+    const double *rr = c->rec->inverse_rms + r, *z = c->rec->shifted + r, dw = (double)c->geom->W;
+    for (size_t j = 0; j < n; j++) {
+        const double u_y = q[j] * rr[j];
+        const double u_lg = u_y * -0.5;
+        u_z[j] = u_lg / z[j];
+        u_s[j] = u_z[j] / dw;
+    }
+}
+
+/* One row of the VJP from its sum q = flat sum over w of (u g) x and the adjoints u_z, u_s
+ * group_adjoints made from it. */
+static void back_row(const rms_ctx *c, const row_loops *L, size_t row, double q, double u_z, double u_s) {
     const size_t W = c->geom->W;
     const pd_norm_grads *d = c->d;
     const double *ur = c->u + row * W, *xr = c->x + row * W, *g = c->g;
@@ -181,14 +254,9 @@ static void back_row(const rms_ctx *c, const row_loops *L, size_t row, double q)
         if (d->cap_m) d->cap_m[row] = 0.0;
         return;
     }
-    const double rr = c->rec->inverse_rms[row];
-    double u_y = q * rr;
-    double u_lg = u_y * -0.5;
-    double u_z = u_lg / c->rec->shifted[row];
-    double u_s = u_z / (double)W;
     if (d->cap_r) d->cap_r[row] = 0.0 + q;
     if (d->cap_m) d->cap_m[row] = 0.0 + u_z;
-    L->back(W, ur, xr, g, rr, u_s, res, outr);
+    L->back(W, ur, xr, g, c->rec->inverse_rms[row], u_s, res, outr);
     if (d->cap_n)
         for (size_t w = 0; w < W; w++) d->cap_n[row * W + w] = 0.0 + ur[w] * g[w];
 }
@@ -197,11 +265,12 @@ static void rms_back_rows(void *vctx, size_t begin, size_t end) {
     const rms_ctx *c = vctx;
     const size_t W = c->geom->W;
     const row_loops *L = current_loops();
-    double s[RMS_GROUP];
+    double s[RMS_GROUP], u_z[RMS_GROUP], u_s[RMS_GROUP];
     for (size_t r = begin; r < end; r += RMS_GROUP) {
         const size_t n = end - r < RMS_GROUP ? end - r : RMS_GROUP;
         adjoint_sums(c->u + r * W, c->g, c->x + r * W, W, n, s);
-        for (size_t j = 0; j < n; j++) back_row(c, L, r + j, s[j]);
+        group_adjoints(c, r, n, s, u_z, u_s);
+        for (size_t j = 0; j < n; j++) back_row(c, L, r + j, s[j], u_z[j], u_s[j]);
     }
 }
 
@@ -212,11 +281,7 @@ static void rms_back_gain(void *vctx, size_t begin, size_t end) {
     const uint8_t *valid = c->geom->valid;
     double *dg = c->d->dgain;
     const row_loops *L = current_loops();
-    for (size_t w = begin; w < end; w++) dg[w] = 0.0;
-    for (size_t row = 0; row < R; row++) {
-        if (valid && !valid[row]) continue;
-        L->gain(end - begin, c->u + row * W + begin, c->rec->normalized + row * W + begin, dg + begin);
-    }
+    L->gain(end - begin, R, W, c->u + begin, c->rec->normalized + begin, valid, dg + begin);
 }
 
 void pd_rmsnorm_backward(const pd_norm_geom *geom, const double *u, const double *x, const double *g,

@@ -19,5 +19,11 @@ typedef struct {
 /* Rotates heads [B, Hn, T, D] by their positions; inverse applies the VJP rotation. Nonzero
  * when some value read is not finite. */
 int pd_rope_apply(const pd_rope *r, size_t Hn, const double *in, double *out, int inverse);
+/* pd_split_heads of token rows x [B, T, Hn*D] into heads and pd_rope_apply of those heads into
+ * rot, in one sweep: the same values. Nonzero when some value of x is not finite. */
+int pd_rope_split(const pd_rope *r, size_t Hn, const double *x, double *heads, double *rot);
+/* pd_rope_apply's inverse of rot into heads and pd_merge_heads of those into token rows x, in
+ * one sweep: the same values. Nonzero when some value of rot is not finite. */
+int pd_rope_unrotate_merge(const pd_rope *r, size_t Hn, const double *rot, double *heads, double *x);
 
 #endif

@@ -12,6 +12,7 @@ cdef extern from "libm/pd_libm.h":
     double pd_cos(double x) nogil
     double pd_pow(double x, double y) nogil
     void pd_exp_array(size_t n, const double *inp, double *out) nogil
+    size_t pd_exp_shifted_array(size_t n, const double *inp, double mx, double *out) nogil
     const char *pd_exp_array_path() nogil
     int pd_force_exp_array_path(const char *name) nogil
     double pd_fma_soft(double a, double b, double c) nogil
@@ -58,6 +59,22 @@ def exp_into(x_obj, out_obj):
         return
     with nogil:
         pd_exp_array(<size_t>x.shape[0], &x[0], &out[0])
+
+
+def exp_shifted_into(x_obj, double mx, out_obj):
+    """out[i] = exp(x[i] - mx) on exp_into's path, the difference rounded first; returns the
+    first i whose difference is zero (len(x) when none), as a softmax row's shift finds it."""
+    check_array(x_obj, "x", False)
+    check_array(out_obj, "out", True)
+    cdef const double[::1] x = x_obj
+    cdef double[::1] out = out_obj
+    check_lengths(x.shape[0], out.shape[0])
+    if x.shape[0] == 0:
+        return 0
+    cdef size_t first
+    with nogil:
+        first = pd_exp_shifted_array(<size_t>x.shape[0], &x[0], mx, &out[0])
+    return first
 
 
 def exp_scalar_into(x, out):
