@@ -27,7 +27,7 @@ typedef struct {
     size_t kc, mc, nc;      /* cache blocks: kc terms, mc rows (multiple of mr), nc cols */
     pd_ukernel_fn ukernel;
     pd_ukernel_rows_fn ukernel_rows;
-    pd_small_fn small;      /* called from gemm directly: one dispatch layer less, 1.5 ns a call */
+    pd_small_fn small;      /* called from gemm directly: one dispatch layer less (benchmarks/KERNELS.md) */
 } pd_gemm_path;
 
 extern const pd_gemm_path pd_path_baseline;
