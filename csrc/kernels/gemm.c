@@ -29,6 +29,14 @@
  * the stack (16 x 20 weights, attention's head slices, X Eᵀ's 16 x 16 rows: 8 KiB). */
 #define PD_SMALL_LOCAL 1024
 #define PD_TILE_MAX (8 * 16)
+/* A read in place has no packed block to keep in L2: up to this many rows form one block, so
+ * each packed B panel feeds all their tiles from L1 right after its packing (medium's 128-row
+ * products). Taller products, and rows a page or more apart (each row on its own page and in
+ * the same few cache sets: the head's dlogits), keep the path's mc (benchmarks/KERNELS.md). */
+#ifndef PD_MC_ROWS
+#define PD_MC_ROWS 128
+#endif
+#define PD_PAGE_DOUBLES 512
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
 
 typedef struct {
@@ -197,40 +205,35 @@ static void pack_b(const pd_gemm_path *p, const b_block *bk, size_t jr, double *
     bsum_add(s, b, kb, cols, rsb, csb);
 }
 
-/* The source lines of the next B panel, asked for a few at a time while the current panel's
- * tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored runs
- * `stride` apart, each `len` doubles long. */
+/* The source lines of the next B panel, asked for a few runs at a time while the current
+ * panel's tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored
+ * runs `stride` apart, each `len` doubles long. */
 typedef struct {
     const double *base;
-    size_t stride, rows, len, row, off;
+    size_t stride, rows, len, row;
 } pf_cursor;
 
 static pf_cursor next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
-    pf_cursor c = {b, 0, 0, 0, 0, 0};
+    pf_cursor c = {b, 0, 0, 0, 0};
     if (csb == 1) c.stride = rsb, c.rows = kb, c.len = cols; /* kb rows of cols doubles */
     else if (rsb == 1) c.stride = csb, c.rows = cols, c.len = kb; /* cols stored rows of kb doubles */
     return c; /* any other layout: rows == 0, nothing asked for */
 }
 
-/* n more lines: each run's lines from its start, then its last double (a run need not start
- * on a line boundary). */
+/* n more runs: each run's lines from its start, then its last double (a run need not start on
+ * a line boundary); whole runs in a tight loop, no per-line state to carry between tiles. */
 static void prefetch_some(pf_cursor *c, size_t n) {
-    for (; n && c->row < c->rows; n--) {
+    const size_t end = c->rows - c->row < n ? c->rows : c->row + n, len = c->len;
+    for (; c->row < end; c->row++) {
         const double *r = c->base + c->row * c->stride;
-        if (c->off < c->len) {
-            PD_PREFETCH_R(r + c->off);
-            c->off += 8; /* one 64-byte line */
-        } else {
-            PD_PREFETCH_R(r + c->len - 1);
-            c->off = 0;
-            c->row++;
-        }
+        for (size_t off = 0; off < len; off += 8) PD_PREFETCH_R(r + off); /* one 64-byte line */
+        PD_PREFETCH_R(r + len - 1);
     }
 }
 
 /* The first row block packs panel jr just before its tiles (its source is then read while
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
- * returns how many of its lines each of the block's mb rows' tiles asks for. */
+ * returns how many of its runs each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
                          pf_cursor *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
@@ -238,7 +241,7 @@ static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, siz
     if (jr + nr >= nb) return 0;
     *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
-    return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
+    return (pf->rows + tiles - 1) / tiles;
 }
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -301,13 +304,14 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
     double *C = q->C;
     const int acc = q->acc;
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
-    const size_t kc = p->kc, mc = p->mc, nc = p->nc;
+    const size_t kc = p->kc, nc = p->nc;
     const pd_gather_fn gather = pd_gather_for(p);
     const pd_packers *packers = pd_packers_for(p);
     const int multi = K > kc;
     const size_t nc_eff = N < nc ? N : nc;
     /* a row-major A is read in place by the kernel; only a block's last, partial sliver is packed */
     const int a_rows = csa == 1 && rsa != 1;
+    const size_t mc = a_rows && M <= PD_MC_ROWS && rsa < PD_PAGE_DOUBLES ? M : p->mc;
     const size_t a_sz = a_rows ? mr * kc : round_up(mc < M ? mc : M, mr) * kc;
     const size_t b_sz = round_up(nc_eff, nr) * kc;
     /* acc with several k-blocks: C holds partial sums, so keep the addend aside */
