@@ -205,35 +205,40 @@ static void pack_b(const pd_gemm_path *p, const b_block *bk, size_t jr, double *
     bsum_add(s, b, kb, cols, rsb, csb);
 }
 
-/* The source lines of the next B panel, asked for a few runs at a time while the current
- * panel's tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored
- * runs `stride` apart, each `len` doubles long. */
+/* The source lines of the next B panel, asked for a few at a time while the current panel's
+ * tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored runs
+ * `stride` apart, each `len` doubles long. */
 typedef struct {
     const double *base;
-    size_t stride, rows, len, row;
+    size_t stride, rows, len, row, off;
 } pf_cursor;
 
 static pf_cursor next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
-    pf_cursor c = {b, 0, 0, 0, 0};
+    pf_cursor c = {b, 0, 0, 0, 0, 0};
     if (csb == 1) c.stride = rsb, c.rows = kb, c.len = cols; /* kb rows of cols doubles */
     else if (rsb == 1) c.stride = csb, c.rows = cols, c.len = kb; /* cols stored rows of kb doubles */
     return c; /* any other layout: rows == 0, nothing asked for */
 }
 
-/* n more runs: each run's lines from its start, then its last double (a run need not start on
- * a line boundary); whole runs in a tight loop, no per-line state to carry between tiles. */
+/* n more lines: each run's lines from its start, then its last double (a run need not start
+ * on a line boundary). */
 static void prefetch_some(pf_cursor *c, size_t n) {
-    const size_t end = c->rows - c->row < n ? c->rows : c->row + n, len = c->len;
-    for (; c->row < end; c->row++) {
+    for (; n && c->row < c->rows; n--) {
         const double *r = c->base + c->row * c->stride;
-        for (size_t off = 0; off < len; off += 8) PD_PREFETCH_R(r + off); /* one 64-byte line */
-        PD_PREFETCH_R(r + len - 1);
+        if (c->off < c->len) {
+            PD_PREFETCH_R(r + c->off);
+            c->off += 8; /* one 64-byte line */
+        } else {
+            PD_PREFETCH_R(r + c->len - 1);
+            c->off = 0;
+            c->row++;
+        }
     }
 }
 
 /* The first row block packs panel jr just before its tiles (its source is then read while
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
- * returns how many of its runs each of the block's mb rows' tiles asks for. */
+ * returns how many of its lines each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
                          pf_cursor *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
@@ -241,7 +246,7 @@ static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, siz
     if (jr + nr >= nb) return 0;
     *pf = next_panel_lines(kb, nb - jr - nr < nr ? nb - jr - nr : nr, b->src + (jr + nr) * b->csb, b->rsb, b->csb);
     const size_t tiles = (mb + mr - 1) / mr;
-    return (pf->rows + tiles - 1) / tiles;
+    return (pf->rows * ((pf->len + 7) / 8 + 1) + tiles - 1) / tiles;
 }
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
