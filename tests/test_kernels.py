@@ -176,6 +176,30 @@ def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_st
             assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
 
 
+# Row-major A read in place (gemm.c): up to 128 rows whose stride is under a page (512
+# doubles) form one row block, past the SIMD paths' mc of 96 rows; partial last slivers,
+# ragged k-blocks and partial panels inside that block; 104 x 520 keeps the path's mc.
+TALL_BLOCK = [(120, 300, 40), (128, 128, 48), (104, 520, 33), (125, 40, 600)]
+
+
+@pytest.mark.parametrize("path", AVAILABLE)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", ["nn", "nt"])
+def test_row_major_a_in_one_tall_row_block_bit_exact_on_every_path(kernel_state, path, threads, kind):
+    assert _runtime.force_kernel_path(path)
+    pd.set_num_threads(threads)
+    rng = np.random.default_rng(sum(map(ord, path + kind)) + 7 * threads)
+    for m, k, n in TALL_BLOCK:
+        assert m * k * n >= 1 << 18  # above the unpacked threshold: the packed path runs
+        a, b = operands(kind, m, k, n, rng)
+        a[rng.random(a.shape) < 0.1] = -0.0
+        c0 = rng.standard_normal((m, n))
+        for acc in (False, True):
+            got = run(kind, a, b, c0, acc)
+            want = reference(kind, a, b, c0, acc)
+            assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
+
+
 # The packing copies of each path (pack.c, transpose*.c): one dimension swept from 1 to 40
 # across the register tiles (4, 6, 8 rows; 4, 8, 16 columns) while the other two keep the
 # product packed (M*K*N >= 2^18), with K = 530 giving two full k-blocks of 256 and a ragged one.

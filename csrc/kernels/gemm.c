@@ -29,6 +29,14 @@
  * the stack (16 x 20 weights, attention's head slices, X Eᵀ's 16 x 16 rows: 8 KiB). */
 #define PD_SMALL_LOCAL 1024
 #define PD_TILE_MAX (8 * 16)
+/* A read in place has no packed block to keep in L2: up to this many rows form one block, so
+ * each packed B panel feeds all their tiles from L1 right after its packing (medium's 128-row
+ * products). Taller products, and rows a page or more apart (each row on its own page and in
+ * the same few cache sets: the head's dlogits), keep the path's mc (benchmarks/KERNELS.md). */
+#ifndef PD_MC_ROWS
+#define PD_MC_ROWS 128
+#endif
+#define PD_PAGE_DOUBLES 512
 /* ---- per-thread scratch, reused across calls ---------------------------------------- */
 
 typedef struct {
@@ -301,13 +309,14 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
     double *C = q->C;
     const int acc = q->acc;
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
-    const size_t kc = p->kc, mc = p->mc, nc = p->nc;
+    const size_t kc = p->kc, nc = p->nc;
     const pd_gather_fn gather = pd_gather_for(p);
     const pd_packers *packers = pd_packers_for(p);
     const int multi = K > kc;
     const size_t nc_eff = N < nc ? N : nc;
     /* a row-major A is read in place by the kernel; only a block's last, partial sliver is packed */
     const int a_rows = csa == 1 && rsa != 1;
+    const size_t mc = a_rows && M <= PD_MC_ROWS && rsa < PD_PAGE_DOUBLES ? M : p->mc;
     const size_t a_sz = a_rows ? mr * kc : round_up(mc < M ? mc : M, mr) * kc;
     const size_t b_sz = round_up(nc_eff, nr) * kc;
     /* acc with several k-blocks: C holds partial sums, so keep the addend aside */

@@ -59,8 +59,10 @@ static int sum_matches(int kind, size_t M, size_t K, size_t N, size_t pad, const
 }
 
 int main(void) {
+    /* 120 x 300: a row-major A's one tall row block (gemm.c's PD_MC_ROWS), ragged k-blocks */
     static const size_t shapes[][3] = {{7, 5, 9},     {37, 300, 41}, {130, 600, 70}, {64, 513, 200},
-                                       {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63}};
+                                       {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63},
+                                       {120, 300, 40}};
     static const char *const paths[] = {"baseline", "avx2", "avx512", "neon"};
     static const int threads[] = {1, 3};
     int bad = 0, runs = 0;
