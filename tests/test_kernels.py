@@ -162,13 +162,20 @@ PACKED_T = [(37, 603, 83), (83, 603, 37), (6, 517, 113), (101, 263, 16), (48, 77
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("kind", ["nt", "tn"])
 def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_state, path, threads, kind):
+    assert_packed_products_bit_exact(path, threads, kind, PACKED_T, threads, zeros_in="b")
+
+
+def assert_packed_products_bit_exact(path, threads, kind, shapes, seed, zeros_in):
+    """Each packed product of shapes, acc off and on, against the reference order's bits; a
+    tenth of operand zeros_in ("a" or "b") set to -0.0."""
     assert _runtime.force_kernel_path(path)
     pd.set_num_threads(threads)
-    rng = np.random.default_rng(sum(map(ord, path + kind)) + threads)
-    for m, k, n in PACKED_T:
+    rng = np.random.default_rng(sum(map(ord, path + kind)) + seed)
+    for m, k, n in shapes:
         assert m * k * n >= 1 << 18  # above the unpacked threshold: the packed path runs
         a, b = operands(kind, m, k, n, rng)
-        b[rng.random(b.shape) < 0.1] = -0.0
+        signed = a if zeros_in == "a" else b
+        signed[rng.random(signed.shape) < 0.1] = -0.0
         c0 = rng.standard_normal((m, n))
         for acc in (False, True):
             got = run(kind, a, b, c0, acc)
@@ -186,18 +193,7 @@ TALL_BLOCK = [(120, 300, 40), (128, 128, 48), (104, 520, 33), (125, 40, 600)]
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("kind", ["nn", "nt"])
 def test_row_major_a_in_one_tall_row_block_bit_exact_on_every_path(kernel_state, path, threads, kind):
-    assert _runtime.force_kernel_path(path)
-    pd.set_num_threads(threads)
-    rng = np.random.default_rng(sum(map(ord, path + kind)) + 7 * threads)
-    for m, k, n in TALL_BLOCK:
-        assert m * k * n >= 1 << 18  # above the unpacked threshold: the packed path runs
-        a, b = operands(kind, m, k, n, rng)
-        a[rng.random(a.shape) < 0.1] = -0.0
-        c0 = rng.standard_normal((m, n))
-        for acc in (False, True):
-            got = run(kind, a, b, c0, acc)
-            want = reference(kind, a, b, c0, acc)
-            assert np.array_equal(bits(got), bits(want)), (path, threads, kind, m, k, n, acc)
+    assert_packed_products_bit_exact(path, threads, kind, TALL_BLOCK, 7 * threads, zeros_in="a")
 
 
 # The packing copies of each path (pack.c, transpose*.c): one dimension swept from 1 to 40

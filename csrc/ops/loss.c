@@ -159,11 +159,6 @@ PD_TARGET("avx512f") static void tails_avx512(const double *const *tp, size_t n,
     _mm512_storeu_pd(t + 8, acc[1]);
 }
 #endif
-#if defined(__GNUC__) || defined(__clang__)
-#define MAYBE_UNUSED __attribute__((unused)) /* the AVX-512 variant of the text goes unused */
-#else
-#define MAYBE_UNUSED
-#endif
 /* each path's tails: AVX-512's own loop, the interleaved scalar text elsewhere */
 #define TAILS_baseline tails_loop_baseline
 #define TAILS_avx2 tails_loop_avx2
@@ -174,7 +169,7 @@ PD_TARGET("avx512f") static void tails_avx512(const double *const *tp, size_t n,
     target static int row_max##suffix(const double *x, size_t V, double *out) {                  \
         MAX_LOOP(chains##suffix);                                                                 \
     }                                                                                             \
-    MAYBE_UNUSED target static void tails_loop##suffix(const double *const *tp, size_t n, size_t V,  \
+    PD_MAYBE_UNUSED target static void tails_loop##suffix(const double *const *tp, size_t n, size_t V,  \
                                                     double *t) {                                  \
         (void)n; /* every GROUP chain runs: a constant count keeps them in registers */           \
         TAIL_LOOP;                                                                                \

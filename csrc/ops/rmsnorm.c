@@ -90,11 +90,6 @@ PD_TARGET("avx512f") static void gain_blocks_avx512(size_t n, size_t R, size_t W
     }
 }
 #endif
-#if defined(__GNUC__) || defined(__clang__)
-#define MAYBE_UNUSED __attribute__((unused)) /* the AVX-512 variant of the text goes unused */
-#else
-#define MAYBE_UNUSED
-#endif
 /* each path's gain loop: AVX-512's register blocks, the text elsewhere */
 #define GAIN_baseline gain_baseline
 #define GAIN_avx2 gain_avx2
@@ -110,7 +105,7 @@ PD_TARGET("avx512f") static void gain_blocks_avx512(size_t n, size_t R, size_t W
                                     double rr, double u_s, const double *res, double *outr) {      \
         BACK_ROW_LOOP                                                                               \
     }                                                                                               \
-    MAYBE_UNUSED target static void gain##suffix(size_t n, size_t R, size_t W, const double *restrict u, \
+    PD_MAYBE_UNUSED target static void gain##suffix(size_t n, size_t R, size_t W, const double *restrict u, \
                                     const double *restrict nrm, const uint8_t *valid,               \
                                     double *restrict dg) {                                          \
         GAIN_LOOP                                                                                   \
