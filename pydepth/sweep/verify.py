@@ -48,7 +48,9 @@ def read_part(path: pathlib.Path, data: bytes, spec_json: Optional[str], fmt: st
     result file, SweepResumeError if it belongs to another spec."""
     pa, pq = pyarrow_modules()
     try:
-        table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)
+        # In the calling thread: Arrow's reader threads could outlive a CLI run and abort its exit.
+        table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True,
+                              use_threads=False, pre_buffer=False)
     except Exception as err:  # pyarrow raises several types for damaged files
         raise SweepStoreError(f"{path}: not a readable Parquet file ({err})") from None
     meta = table.schema.metadata or {}
