@@ -5,6 +5,7 @@
 #include "../platform/pd_atomic.h"
 #include "../platform/pd_cpu.h"
 #include "../platform/pd_platform.h"
+#include "../ops/softmax_steps.h"
 #include "exp_array.h"
 #include "pd_libm.h"
 
@@ -17,16 +18,12 @@
 typedef void (*pd_exp_loop)(size_t n, const double *in, double *out);
 typedef size_t (*pd_exp_shifted_loop)(size_t n, const double *in, double mx, double *out);
 
-/* The differences in[i] - mx into out, then the path's exps over them: the first zero difference
- * as a minimum of indices (no exit, so the loop vectorizes). */
+/* The softmax rows' own shift step (ops/softmax_steps.h): differences and the first zero one. */
+static size_t pd_exp_shift(size_t n, const double *in, double mx, double *out) { PD_SHIFT_BODY(in, out, n, mx); }
+
+/* The differences in[i] - mx into out, then the path's exps over them. */
 static size_t pd_exp_shift_then(pd_exp_loop run, size_t n, const double *in, double mx, double *out) {
-    size_t first = n;
-    for (size_t i = 0; i < n; i++) {
-        const double d = in[i] - mx;
-        const size_t at = d == 0.0 ? i : n;
-        out[i] = d;
-        first = at < first ? at : first;
-    }
+    const size_t first = pd_exp_shift(n, in, mx, out);
     run(n, out, out);
     return first;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The element steps every softmax row takes (the loss rows, attention's weight rows), written
- * once as function bodies; each caller compiles them in its per-path variants (isa.h), so the
- * operations per element are the same on every path and in both places. */
+/* The element steps every softmax row takes (the loss rows, attention's weight rows, the array
+ * exp's shifted form in libm/exp_array.c), written once as function bodies; each caller compiles
+ * them in its per-path variants (isa.h), so the operations per element are the same everywhere. */
 #ifndef PD_OPS_SOFTMAX_STEPS_H
 #define PD_OPS_SOFTMAX_STEPS_H
 #include <stddef.h>
