@@ -33,6 +33,9 @@ from bench_peak import PeakError, higher_line, machine_peak  # noqa: E402
 CSRC = os.path.join(os.path.dirname(HERE), "csrc")
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 KERNEL_FILES = ["ukernel_avx512.c", "ukernel_avx2.c"] if X86 else ["ukernel_neon.c"]
+# Each path's table names its small-product kernel too, so those files link in beside it.
+SMALL_FILES = ["gemm_small.c", "gemm_small_avx512.c", "gemm_small_avx2.c", "transpose.c", "transpose_avx512.c",
+               "transpose_avx2.c"] if X86 else ["gemm_small.c", "transpose.c"]
 LINE_ISA = {"avx512": "avx512", "avx2": "avx2", "neon": "neon", "baseline": "sse2" if X86 else "neon"}
 # (label, slivers, lda): lda 0 is a packed A, else stored rows that far apart
 CELLS: List[Tuple[str, int, int]] = [
@@ -50,7 +53,7 @@ def build(outdir: str) -> str:
         raise PeakError("no C compiler (cc/gcc) on PATH")
     exe = os.path.join(outdir, "bench_ukernel")
     srcs = [os.path.join(HERE, "bench_ukernel.c")]
-    srcs += [os.path.join(CSRC, "kernels", f) for f in [*KERNEL_FILES, "ukernel_generic.c"]]
+    srcs += [os.path.join(CSRC, "kernels", f) for f in [*KERNEL_FILES, "ukernel_generic.c", *SMALL_FILES]]
     res = subprocess.run([cc, "-O3", "-ffp-contract=off", "-fno-fast-math", "-I", CSRC, "-o", exe, *srcs],
                          capture_output=True, text=True)
     if res.returncode != 0:

@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
  * place (masked loads only at the right edge: a zero-masked load costs more than a plain one),
- * A broadcast in place. Multiply and add stay separate (the functions target avx512f,
- * contraction is off, so no FMA is emitted). */
+ * A broadcast in place inside each multiply (mul_bcast_avx512.h). Multiply and add stay
+ * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "gemm_small.h"
 #include "t8_avx512.h"
+#include "mul_bcast_avx512.h"
 
 #define R 8
 
 /* Row r of the tile: missing rows (r >= rows) re-read row 0 and are never stored. */
 #define ROWPTR(r) const double *a##r = A + ((r) < rows ? (size_t)(r) : 0) * rsa
 #define ZERO(r, v) __m512d s##r##v = _mm512_setzero_pd()
-#define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, _mm512_mul_pd(a##r##k, b##v))
-#define BCAST(r) const __m512d a##r##k = _mm512_set1_pd(a##r[ka])
+#define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, pd_mul_bcast512(a##r + ka, b##v))
 /* Column vector v of a B row or C row at x: whole when its mask is full. */
 #define LD(v, x) (m##v == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(m##v, x))
 #define OUT(r, v)                                                                                \
@@ -41,7 +41,6 @@
 #define KLOOP(LOADS, STEPS)                                                                      \
     UNROLL2 for (size_t k = 0, ka = 0; k < K; k++, ka += csa, b += rsb) {                               \
         LOADS;                                                                                   \
-        ROWS(BCAST);                                                                             \
         STEPS;                                                                                   \
     }
 

@@ -8,15 +8,15 @@
 #include <immintrin.h>
 #include "ukernel.h"
 #include "gemm_small.h"
+#include "mul_bcast_avx512.h"
 
 #define MR 8
 #define NR 16
 
 #define ROW(i)                                                                  \
     do {                                                                        \
-        const __m512d ai = _mm512_set1_pd(a[(i)]);                              \
-        c##i##0 = _mm512_add_pd(c##i##0, _mm512_mul_pd(ai, b0));                \
-        c##i##1 = _mm512_add_pd(c##i##1, _mm512_mul_pd(ai, b1));                \
+        c##i##0 = _mm512_add_pd(c##i##0, pd_mul_bcast512(a + (i), b0));         \
+        c##i##1 = _mm512_add_pd(c##i##1, pd_mul_bcast512(a + (i), b1));         \
     } while (0)
 
 #define LOAD(i)                                                                 \
@@ -48,9 +48,8 @@ PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, cons
 
 #define ROWS(i)                                                                 \
     do {                                                                        \
-        const __m512d ai = _mm512_set1_pd(a##i[k]);                             \
-        c##i##0 = _mm512_add_pd(c##i##0, _mm512_mul_pd(ai, b0));                \
-        c##i##1 = _mm512_add_pd(c##i##1, _mm512_mul_pd(ai, b1));                \
+        c##i##0 = _mm512_add_pd(c##i##0, pd_mul_bcast512(a##i + k, b0));        \
+        c##i##1 = _mm512_add_pd(c##i##1, pd_mul_bcast512(a##i + k, b1));        \
     } while (0)
 
 PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a, size_t lda, const double *b,
