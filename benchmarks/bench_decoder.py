@@ -96,6 +96,10 @@ LOOP_TARGET_SECONDS = 0.02
 # length of the samples is planned from it: planned from the slow first call alone, the first
 # cell of a fresh worker looped too few steps per sample and came out up to 2x slow.
 WARMUP_SECONDS = 0.3
+# Idle pause before every timed sample: the other worker's threads stop spinning first. torch's
+# OpenMP threads spin for milliseconds after each of its ops (libgomp's default GOMP_SPINCOUNT),
+# and a sample started inside that spin lost one of two cores (medium at 2 threads: 20 ms, not 15).
+SETTLE_SECONDS = 0.05
 SERIES_LOOP_TARGET = 0.05  # longer loops: the depth series resolves ~10 µs per block
 LAPTOP_OPS = ["construct", "fwd_nograd", "fwd_bwd"]
 GC_NOTE = ("Both workers run gc.collect() (untimed) before every sample, as timeit does between "
@@ -350,6 +354,7 @@ def measure_interleaved(workers: Sequence[Worker], op: str, repeat: int, budget:
             number, reps = plan[w.framework]
             done = len(samples[w.framework]) - (first[w.framework]["seconds"] >= 1.0)
             if done < reps:
+                time.sleep(SETTLE_SECONDS)
                 samples[w.framework].append(w.call(cmd="time", op=op, number=number)["seconds"])
         i += 1
     return {w.framework: {"samples": samples[w.framework], "number": plan[w.framework][0],
