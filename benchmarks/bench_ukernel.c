@@ -4,7 +4,8 @@
  * the machine line and whole products beside it.
  *
  *   usage: bench_ukernel PATH KC SLIVERS LDA
- *     PATH     avx512 | avx2 | baseline (neon on aarch64)
+ *     PATH     avx512 | avx512-folded | avx2 | baseline (neon on aarch64); avx512-folded is the
+ *              AVX-512 kernel with each broadcast folded into its multiply (mul_bcast_avx512.h)
  *     KC       terms per tile (the path's k-block is the usual choice)
  *     SLIVERS  row slivers run against one packed B panel (1: all in L1; 12: an A block in L2)
  *     LDA      0: packed A slivers (the kernel gemm.c runs for a packed A);
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "kernels/gemm.h"
 #include "kernels/ukernel.h"
 #include "platform/pd_platform.h"
 
@@ -24,7 +26,15 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The AVX-512 spelling the kernels ask for: this program's, from PATH (gemm.c is not linked). */
+static int g_fold;
+int pd_avx512_folds(void) { return g_fold; }
+
 static const pd_gemm_path *path_named(const char *name) {
+    if (strcmp(name, "avx512-folded") == 0) {
+        g_fold = 1;
+        name = "avx512";
+    }
     static const pd_gemm_path *const paths[] = {
 #if PD_ARCH_X86_64
         &pd_path_avx512, &pd_path_avx2,

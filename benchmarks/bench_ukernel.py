@@ -36,7 +36,8 @@ KERNEL_FILES = ["ukernel_avx512.c", "ukernel_avx2.c"] if X86 else ["ukernel_neon
 # Each path's table names its small-product kernel too, so those files link in beside it.
 SMALL_FILES = ["gemm_small.c", "gemm_small_avx512.c", "gemm_small_avx2.c", "transpose.c", "transpose_avx512.c",
                "transpose_avx2.c"] if X86 else ["gemm_small.c", "transpose.c"]
-LINE_ISA = {"avx512": "avx512", "avx2": "avx2", "neon": "neon", "baseline": "sse2" if X86 else "neon"}
+LINE_ISA = {"avx512": "avx512", "avx512-folded": "avx512", "avx2": "avx2", "neon": "neon",
+            "baseline": "sse2" if X86 else "neon"}
 # (label, slivers, lda): lda 0 is a packed A, else stored rows that far apart
 CELLS: List[Tuple[str, int, int]] = [
     ("kernel, 1 sliver (L1)", 1, 0),
@@ -92,7 +93,8 @@ def product_rates(repeat: int = 7) -> List[Tuple[str, float]]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Prints the kernel cells and the products, each with its share of the line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--paths", default="avx512,avx2" if X86 else "neon")
+    ap.add_argument("--paths", default="avx512,avx512-folded,avx2" if X86 else "neon",
+                    help="paths; avx512-folded is the AVX-512 kernel with its broadcasts folded")
     ap.add_argument("--kc", type=int, default=256, help="terms per tile (the paths' k-block)")
     ap.add_argument("--no-products", action="store_true", help="only the kernels (no pydepth import)")
     args = ap.parse_args(argv)

@@ -153,19 +153,39 @@ def kernel_paths():
     return out
 
 
+#: the AVX-512 path's products in each of their two spellings (csrc/kernels/mul_bcast_avx512.h):
+#: "avx512" with separate broadcasts, "avx512-folded" with broadcasts folded into the multiplies
+AVX512_SPELLINGS = {"avx512": 0, "avx512-folded": 1}
+
+
+def kernel_variants():
+    """``kernel_paths()`` with the AVX-512 path once per spelling of its products."""
+    return [v for p in kernel_paths() for v in (AVX512_SPELLINGS if p == "avx512" else [p])]
+
+
+def force_variant(variant):
+    """Forces a ``kernel_variants()`` entry: its path, and the AVX-512 spelling it names (this
+    CPU's own choice for the other paths). True when the path runs here."""
+    from pydepth._native import _runtime
+    _runtime.force_avx512_fold(AVX512_SPELLINGS.get(variant, -1))
+    return _runtime.force_kernel_path(variant.partition("-")[0])
+
+
 def each_path_and_thread_count():
-    """(path, threads) for every product path this CPU runs at 1 and 2 threads, both restored after."""
+    """(variant, threads) for every product path this CPU runs, the AVX-512 one in both spellings
+    (``kernel_variants()``), at 1 and 2 threads; path, spelling and thread count restored after."""
     import pydepth
     from pydepth._native import _runtime
     old_path, old_threads = _runtime.kernel_path(), pydepth.get_num_threads()
     try:
-        for path in kernel_paths():
-            assert _runtime.force_kernel_path(path)
+        for variant in kernel_variants():
+            assert force_variant(variant)
             for threads in (1, 2):
                 pydepth.set_num_threads(threads)
-                yield path, threads
+                yield variant, threads
     finally:
         _runtime.force_kernel_path(old_path)
+        _runtime.force_avx512_fold(-1)
         pydepth.set_num_threads(old_threads)
 
 

@@ -15,7 +15,8 @@ import pytest
 
 import pydepth as pd
 from pydepth._native import _runtime, _testing
-from conftest import KERNEL_PATH_NAMES, bits, each_path_and_thread_count, kernel_paths, native_binaries
+from conftest import (KERNEL_PATH_NAMES, bits, each_path_and_thread_count, force_variant, kernel_variants,
+                      native_binaries)
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
@@ -24,7 +25,7 @@ PATHS = KERNEL_PATH_NAMES
 REFERENCE = Path(__file__).parent / "reference" / "trace-public.json"
 
 
-AVAILABLE = kernel_paths()
+AVAILABLE = kernel_variants()  # every path, the AVX-512 one in both spellings of its products
 
 
 @pytest.fixture
@@ -32,7 +33,8 @@ def kernel_state():
     """Restores the dispatch path and thread count a test changes."""
     path, threads = _runtime.kernel_path(), pd.get_num_threads()
     yield
-    assert _runtime.force_kernel_path(path)
+    assert force_variant(path)
+    _runtime.force_avx512_fold(-1)
     pd.set_num_threads(threads)
 
 
@@ -69,7 +71,7 @@ SHAPES = [(1, 1, 1), (4, 4, 4), (3, 17, 2), (17, 129, 513), (129, 513, 17), (513
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
 def test_matmul_bit_exact(kernel_state, path, threads, kind):
-    assert _runtime.force_kernel_path(path)
+    assert force_variant(path)
     pd.set_num_threads(threads)
     rng = np.random.default_rng(hash((path, threads, kind)) % 2**32)
     for m, k, n in SHAPES:
@@ -87,7 +89,7 @@ def test_matmul_special_values(kernel_state, kind):
     rng = np.random.default_rng(5)
     m, k, n = 33, 300, 41
     for path in AVAILABLE:
-        assert _runtime.force_kernel_path(path)
+        assert force_variant(path)
         for threads in (1, 2):
             pd.set_num_threads(threads)
             a, b = operands(kind, m, k, n, rng)
@@ -112,7 +114,7 @@ SMALL_K = (1, 2, 16, 33)
 @pytest.mark.parametrize("path", AVAILABLE)
 @pytest.mark.parametrize("kind", ["nn", "nt", "tn"])
 def test_small_products_bit_exact_at_every_tile_edge(kernel_state, path, kind):
-    assert _runtime.force_kernel_path(path)
+    assert force_variant(path)
     rng = np.random.default_rng(sum(map(ord, path + kind)))
     for m in SMALL_M:
         for k in SMALL_K:
@@ -168,7 +170,7 @@ def test_packed_transposed_operands_bit_exact_at_panel_and_block_edges(kernel_st
 def assert_packed_products_bit_exact(path, threads, kind, shapes, seed, zeros_in):
     """Each packed product of shapes, acc off and on, against the reference order's bits; a
     tenth of operand zeros_in ("a" or "b") set to -0.0."""
-    assert _runtime.force_kernel_path(path)
+    assert force_variant(path)
     pd.set_num_threads(threads)
     rng = np.random.default_rng(sum(map(ord, path + kind)) + seed)
     for m, k, n in shapes:
@@ -215,7 +217,7 @@ def test_every_path_packs_the_same_bits_at_each_edge_of_its_panels_and_slivers(k
         c0 = rng.standard_normal((m, n))
         want = {acc: bits(reference(kind, a, b, c0, acc)) for acc in (False, True)}
         for path in AVAILABLE:
-            assert _runtime.force_kernel_path(path)
+            assert force_variant(path)
             for threads in (1, 2):
                 pd.set_num_threads(threads)
                 for acc in (False, True):
@@ -226,7 +228,7 @@ def test_every_path_packs_the_same_bits_at_each_edge_of_its_panels_and_slivers(k
 def test_small_products_start_each_sum_at_positive_zero(kernel_state):
     """All terms -0.0: the sum is +0.0 (a kernel seeding with the first product would give -0.0)."""
     for path in AVAILABLE:
-        assert _runtime.force_kernel_path(path)
+        assert force_variant(path)
         for kind in ("nn", "nt", "tn"):
             a, b = operands(kind, 9, 3, 17, np.random.default_rng(1))
             a[:], b[:] = -0.0, 1.0
@@ -255,7 +257,7 @@ def test_matmul_empty_inner_dimension(kernel_state):
 def test_matmul_random_shapes(kind, m, k, n, acc, threads, path, seed):
     old_path, old_threads = _runtime.kernel_path(), pd.get_num_threads()
     try:
-        assert _runtime.force_kernel_path(path)
+        assert force_variant(path)
         pd.set_num_threads(threads)
         rng = np.random.default_rng(seed)
         a, b = operands(kind, m, k, n, rng)
@@ -263,6 +265,7 @@ def test_matmul_random_shapes(kind, m, k, n, acc, threads, path, seed):
         assert np.array_equal(bits(run(kind, a, b, c0, acc)), bits(reference(kind, a, b, c0, acc)))
     finally:
         _runtime.force_kernel_path(old_path)
+        _runtime.force_avx512_fold(-1)
         pd.set_num_threads(old_threads)
 
 
@@ -275,6 +278,31 @@ def test_dispatch_names(kernel_state):
         assert ok == (p in AVAILABLE)
         if ok:
             assert _runtime.kernel_path() == p
+
+
+def _cpuinfo_avx512_half_width():
+    """AMD family 19h (Zen 4) with AVX-512F, read from /proc/cpuinfo; None where it is absent."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.split("\n\n")[0].splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    if "vendor_id" not in fields or "cpu family" not in fields:
+        return None  # not an x86 CPU's page
+    return (fields["vendor_id"] == "AuthenticAMD" and fields["cpu family"] == "25"
+            and "avx512f" in fields.get("flags", "").split())
+
+
+def test_the_avx512_products_fold_their_broadcasts_exactly_where_avx512_runs_at_half_width(kernel_state):
+    expected = _cpuinfo_avx512_half_width()
+    if expected is None:
+        pytest.skip("no x86 /proc/cpuinfo to compare the CPUID reading with")
+    _runtime.force_avx512_fold(-1)
+    assert _runtime.avx512_folds() == expected
+    for mode in (1, 0):
+        _runtime.force_avx512_fold(mode)
+        assert _runtime.avx512_folds() == bool(mode)
 
 
 def test_threads_from_python_threads(kernel_state):
@@ -339,7 +367,7 @@ def _check_fixture(fx):
 @pytest.mark.parametrize("path", AVAILABLE)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_decoder_trace_any_threads_and_path(kernel_state, path, threads):
-    assert _runtime.force_kernel_path(path)
+    assert force_variant(path)
     pd.set_num_threads(threads)
     data = json.loads(REFERENCE.read_text())
     for fx in data["fixtures"]:
@@ -360,7 +388,7 @@ def test_decoder_larger_shape_thread_invariant(kernel_state, config, batch, leng
     results = []
     for path in AVAILABLE:
         for threads in (1, 2, 3):
-            assert _runtime.force_kernel_path(path)
+            assert force_variant(path)
             pd.set_num_threads(threads)
             m = pd.DecoderModel(cfg, pd.SplitMix64(99))
             fwd = m.forward(toks)

@@ -125,6 +125,16 @@ static const pd_gemm_path *current_path(void) {
 
 const char *pd_kernel_path(void) { return current_path()->name; }
 
+static pd_atomic_int g_fold; /* 0 unknown, 1 separate broadcasts, 2 folded */
+
+int pd_avx512_folds(void) {
+    int f = pd_atomic_int_load(&g_fold);
+    if (f == 0) pd_atomic_int_store(&g_fold, f = 1 + pd_cpu_avx512_half_width());
+    return f == 2;
+}
+
+void pd_force_avx512_fold(int mode) { pd_atomic_int_store(&g_fold, mode < 0 ? 0 : 1 + (mode != 0)); }
+
 int pd_force_kernel_path(const char *name) {
     const pd_gemm_path *p = path_by_name(name);
     if (!p || !path_supported(p)) return 0;

@@ -28,5 +28,10 @@ void pd_mm_nt_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
 const char *pd_kernel_path(void);
 /* Force a path by name for testing; returns 0 if unavailable on this CPU. */
 int pd_force_kernel_path(const char *name);
+/* Whether the AVX-512 tiles fold each broadcast into its multiply (mul_bcast_avx512.h): yes
+ * where AVX-512 runs at half width, unless forced. Same bits either way. */
+int pd_avx512_folds(void);
+/* Force it for testing: 0 or 1, or -1 for this CPU's choice. */
+void pd_force_avx512_fold(int mode);
 
 #endif

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512F small products: tiles of 8 rows by one or two 8-wide column vectors, B rows read in
  * place (masked loads only at the right edge: a zero-masked load costs more than a plain one),
- * A broadcast in place inside each multiply (mul_bcast_avx512.h). Multiply and add stay
- * separate (the functions target avx512f, contraction is off, so no FMA is emitted). */
+ * A broadcast in place, folded into each multiply or not as pd_avx512_folds() says
+ * (mul_bcast_avx512.h). Multiply and add stay separate (the functions target avx512f,
+ * contraction is off, so no FMA is emitted). */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
+#include "gemm.h"
 #include "gemm_small.h"
 #include "t8_avx512.h"
 #include "mul_bcast_avx512.h"
@@ -15,7 +17,7 @@
 /* Row r of the tile: missing rows (r >= rows) re-read row 0 and are never stored. */
 #define ROWPTR(r) const double *a##r = A + ((r) < rows ? (size_t)(r) : 0) * rsa
 #define ZERO(r, v) __m512d s##r##v = _mm512_setzero_pd()
-#define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, pd_mul_bcast512(a##r + ka, b##v))
+#define STEP(r, v) s##r##v = _mm512_add_pd(s##r##v, PD_MUL512(fold, a##r + ka, b##v))
 /* Column vector v of a B row or C row at x: whole when its mask is full. */
 #define LD(v, x) (m##v == 0xFF ? _mm512_loadu_pd(x) : _mm512_maskz_loadu_pd(m##v, x))
 #define OUT(r, v)                                                                                \
@@ -52,10 +54,11 @@
     if (m0 == 0xFF) KLOOP(const __m512d b0 = _mm512_loadu_pd(b), ALL(STEP, 0))                   \
     else KLOOP(const __m512d b0 = _mm512_maskz_loadu_pd(m0, b), ALL(STEP, 0))
 
-/* The tile of rows [i, i + rows) and the columns of mask m0 from j. The tiles stay out of line:
- * inlined, their row and mask cases grew the driver's frame and spills (benchmarks/KERNELS.md). */
-PD_TARGET("avx512f") static PD_NOINLINE void tile_8x1(const pd_product *p, size_t i, size_t j,
-                                                      size_t rows, __mmask8 m0) {
+/* The tile of rows [i, i + rows) and the columns of mask m0 from j. Each tile body is
+ * specialized below for both spellings of its products (fold) and stays out of line: inlined,
+ * their row and mask cases grew the driver's frame and spills (benchmarks/KERNELS.md). */
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_8x1(const pd_product *p, size_t i, size_t j,
+                                                           size_t rows, __mmask8 m0, const int fold) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + i * ldc + j;
@@ -78,8 +81,8 @@ PD_TARGET("avx512f") static PD_NOINLINE void tile_8x1(const pd_product *p, size_
               const __m512d b1 = _mm512_maskz_loadu_pd(m1, b + 8), ALL(STEP, 0); ALL(STEP, 1))
 
 /* The tile of rows [i, i + rows) and the columns of masks m0 from j and m1 from j + 8. */
-PD_TARGET("avx512f") static PD_NOINLINE void tile_8x2(const pd_product *p, size_t i, size_t j,
-                                                      size_t rows, __mmask8 m0, __mmask8 m1) {
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_8x2(const pd_product *p, size_t i, size_t j,
+                                                           size_t rows, __mmask8 m0, __mmask8 m1, const int fold) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + i * ldc + j;
@@ -89,20 +92,6 @@ PD_TARGET("avx512f") static PD_NOINLINE void tile_8x2(const pd_product *p, size_
     ALL(OUT, 1);
 }
 
-static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
-
-PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
-    const size_t M = p->M, N = p->N;
-    for (size_t j = 0; j < N; j += 16) {
-        const size_t cols = N - j < 16 ? N - j : 16;
-        const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
-        for (size_t i = 0; i < M; i += R) {
-            const size_t rows = M - i < R ? M - i : R;
-            if (m1) tile_8x2(p, i, j, rows, m0, m1);
-            else tile_8x1(p, i, j, rows, m0);
-        }
-    }
-}
 
 /* Column vector v of the tile stored transposed: the 8 rows' sums of lanes l become C row
  * j + 8v + l, columns i .. i + rows (masked), one register transpose per vector. */
@@ -121,8 +110,9 @@ PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
     } while (0)
 
 /* tile_8x2 with the tile stored transposed: C(j + l, i + r) for the product's (i + r, j + l). */
-PD_TARGET("avx512f") static void tile_8x2_t(const pd_product *p, size_t i, size_t j, size_t rows,
-                                            __mmask8 m0, __mmask8 m1) {
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_8x2_t(const pd_product *p, size_t i, size_t j,
+                                                             size_t rows, __mmask8 m0, __mmask8 m1,
+                                                             const int fold) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + j * ldc + i;
@@ -135,8 +125,8 @@ PD_TARGET("avx512f") static void tile_8x2_t(const pd_product *p, size_t i, size_
 
 /* tile_8x1 stored transposed: a block of 8 or fewer columns (the tied head's X Eᵀ over 8 or
  * fewer tokens, as at `tiny`) runs no second, empty column vector. */
-PD_TARGET("avx512f") static void tile_8x1_t(const pd_product *p, size_t i, size_t j, size_t rows,
-                                            __mmask8 m0) {
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_8x1_t(const pd_product *p, size_t i, size_t j,
+                                                             size_t rows, __mmask8 m0, const int fold) {
     const size_t K = p->K, rsa = p->rsa, csa = p->csa, rsb = p->rsb, ldc = p->ldc;
     const double *A = p->A + i * rsa, *b = p->B + j;
     double *c = p->C + j * ldc + i;
@@ -146,15 +136,65 @@ PD_TARGET("avx512f") static void tile_8x1_t(const pd_product *p, size_t i, size_
     OUT_T(0);
 }
 
+/* The four tiles for one spelling of their products, out of line. */
+typedef void (*tile1_fn)(const pd_product *p, size_t i, size_t j, size_t rows, __mmask8 m0);
+typedef void (*tile2_fn)(const pd_product *p, size_t i, size_t j, size_t rows, __mmask8 m0, __mmask8 m1);
+typedef struct {
+    tile1_fn t8x1, t8x1_t;
+    tile2_fn t8x2, t8x2_t;
+} tiles;
+
+#define TILES(name, fold)                                                                         \
+    PD_TARGET("avx512f") static PD_NOINLINE void name##_8x1(const pd_product *p, size_t i, size_t j, \
+                                                            size_t rows, __mmask8 m0) {            \
+        tile_8x1(p, i, j, rows, m0, fold);                                                        \
+    }                                                                                             \
+    PD_TARGET("avx512f") static PD_NOINLINE void name##_8x1_t(const pd_product *p, size_t i,       \
+                                                              size_t j, size_t rows, __mmask8 m0) { \
+        tile_8x1_t(p, i, j, rows, m0, fold);                                                      \
+    }                                                                                             \
+    PD_TARGET("avx512f") static PD_NOINLINE void name##_8x2(const pd_product *p, size_t i, size_t j, \
+                                                            size_t rows, __mmask8 m0, __mmask8 m1) { \
+        tile_8x2(p, i, j, rows, m0, m1, fold);                                                    \
+    }                                                                                             \
+    PD_TARGET("avx512f") static PD_NOINLINE void name##_8x2_t(const pd_product *p, size_t i,       \
+                                                              size_t j, size_t rows, __mmask8 m0,  \
+                                                              __mmask8 m1) {                       \
+        tile_8x2_t(p, i, j, rows, m0, m1, fold);                                                  \
+    }                                                                                             \
+    static const tiles name = {name##_8x1, name##_8x1_t, name##_8x2, name##_8x2_t}
+
+TILES(separate, 0);
+TILES(folded, 1);
+
+static const tiles *current_tiles(void) { return pd_avx512_folds() ? &folded : &separate; }
+
+static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
+
+PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
+    const size_t M = p->M, N = p->N;
+    const tiles *t = current_tiles();
+    for (size_t j = 0; j < N; j += 16) {
+        const size_t cols = N - j < 16 ? N - j : 16;
+        const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
+        for (size_t i = 0; i < M; i += R) {
+            const size_t rows = M - i < R ? M - i : R;
+            if (m1) t->t8x2(p, i, j, rows, m0, m1);
+            else t->t8x1(p, i, j, rows, m0);
+        }
+    }
+}
+
 PD_TARGET("avx512f") void pd_small_avx512_ct(const pd_product *p) {
     const size_t M = p->M, N = p->N;
+    const tiles *t = current_tiles();
     for (size_t j = 0; j < N; j += 16) {
         const size_t cols = N - j < 16 ? N - j : 16;
         const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
         if (m1)
-            for (size_t i = 0; i < M; i += R) tile_8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
+            for (size_t i = 0; i < M; i += R) t->t8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
         else
-            for (size_t i = 0; i < M; i += R) tile_8x1_t(p, i, j, M - i < R ? M - i : R, m0);
+            for (size_t i = 0; i < M; i += R) t->t8x1_t(p, i, j, M - i < R ? M - i : R, m0);
     }
 }
 #else

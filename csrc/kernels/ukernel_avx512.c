@@ -2,11 +2,12 @@
 /* AVX-512F 8x16 micro-kernel (target avx512f; contraction is off, so no FMA is emitted even though
  * the ISA has one). Eight rows use 16 of the 32 zmm registers as accumulators and divide the
  * usual row counts (powers of two and their multiples) without a partial sliver. Only
- * dispatched when the CPU has it. */
+ * dispatched when the CPU has it; its broadcasts are folded or not as pd_avx512_folds() says. */
 #include "../platform/pd_platform.h"
 #if PD_ARCH_X86_64
 #include <immintrin.h>
 #include "ukernel.h"
+#include "gemm.h"
 #include "gemm_small.h"
 #include "mul_bcast_avx512.h"
 
@@ -15,8 +16,8 @@
 
 #define ROW(i)                                                                  \
     do {                                                                        \
-        c##i##0 = _mm512_add_pd(c##i##0, pd_mul_bcast512(a + (i), b0));         \
-        c##i##1 = _mm512_add_pd(c##i##1, pd_mul_bcast512(a + (i), b1));         \
+        c##i##0 = _mm512_add_pd(c##i##0, PD_MUL512(fold, a + (i), b0));         \
+        c##i##1 = _mm512_add_pd(c##i##1, PD_MUL512(fold, a + (i), b1));         \
     } while (0)
 
 #define LOAD(i)                                                                 \
@@ -35,8 +36,10 @@
         _mm512_storeu_pd(c + (i) * ldc + 8, c##i##1);                                         \
     } while (0)
 
-PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
-                           int load, const double *add, size_t ldadd) {
+/* The tile of packed A slivers; fold is a constant in each of its two specializations below. */
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile(size_t kc, const double *a, const double *b, double *c,
+                                                       size_t ldc, int load, const double *add, size_t ldadd,
+                                                       const int fold) {
     __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5); LOAD(6); LOAD(7);
     for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
@@ -48,12 +51,14 @@ PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, cons
 
 #define ROWS(i)                                                                 \
     do {                                                                        \
-        c##i##0 = _mm512_add_pd(c##i##0, pd_mul_bcast512(a##i + k, b0));        \
-        c##i##1 = _mm512_add_pd(c##i##1, pd_mul_bcast512(a##i + k, b1));        \
+        c##i##0 = _mm512_add_pd(c##i##0, PD_MUL512(fold, a##i + k, b0));        \
+        c##i##1 = _mm512_add_pd(c##i##1, PD_MUL512(fold, a##i + k, b1));        \
     } while (0)
 
-PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a, size_t lda, const double *b,
-                                double *c, size_t ldc, int load, const double *add, size_t ldadd) {
+/* The tile with A's stored rows read in place. */
+PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_rows(size_t kc, const double *a, size_t lda,
+                                                            const double *b, double *c, size_t ldc, int load,
+                                                            const double *add, size_t ldadd, const int fold) {
     const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
     const double *a6 = a + 6 * lda, *a7 = a + 7 * lda;
     __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
@@ -63,6 +68,20 @@ PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a,
         ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5); ROWS(6); ROWS(7);
     }
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
+}
+
+/* Each tile call reads the fold choice once: a kc-long tile dwarfs the test. */
+PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
+                                                int load, const double *add, size_t ldadd) {
+    if (pd_avx512_folds()) tile(kc, a, b, c, ldc, load, add, ldadd, 1);
+    else tile(kc, a, b, c, ldc, load, add, ldadd, 0);
+}
+
+PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a, size_t lda, const double *b,
+                                                     double *c, size_t ldc, int load, const double *add,
+                                                     size_t ldadd) {
+    if (pd_avx512_folds()) tile_rows(kc, a, lda, b, c, ldc, load, add, ldadd, 1);
+    else tile_rows(kc, a, lda, b, c, ldc, load, add, ldadd, 0);
 }
 
 const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512, ukernel_avx512_rows,

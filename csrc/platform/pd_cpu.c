@@ -49,9 +49,19 @@ int pd_cpu_has_fma(void) {
     cpuid(1, 0, r);
     return os_saves(0x6) && ((r[2] >> 12) & 1);
 }
+
+int pd_cpu_avx512_half_width(void) {
+    unsigned r[4];
+    cpuid(0, 0, r);
+    const int amd = r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u; /* "AuthenticAMD" */
+    cpuid(1, 0, r);
+    const unsigned family = ((r[0] >> 8) & 0xF) + ((r[0] >> 8 & 0xF) == 0xF ? (r[0] >> 20) & 0xFF : 0);
+    return amd && family == 0x19 && pd_cpu_has_avx512f();
+}
 #else
 int pd_cpu_has_avx2(void) { return 0; }
 int pd_cpu_has_avx512f(void) { return 0; }
 int pd_cpu_has_avx512dq(void) { return 0; }
 int pd_cpu_has_fma(void) { return 0; }
+int pd_cpu_avx512_half_width(void) { return 0; }
 #endif

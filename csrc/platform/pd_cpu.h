@@ -10,5 +10,8 @@ int pd_cpu_has_avx512f(void);
 int pd_cpu_has_avx512dq(void);
 /* FMA3 (vfmadd...): the elementary functions' fused multiply-adds in one instruction. */
 int pd_cpu_has_fma(void);
+/* AVX-512F on 256-bit units, each 512-bit instruction issued as two halves: AMD family 19h
+ * (Zen 4; its Zen 3 models have no AVX-512). */
+int pd_cpu_avx512_half_width(void);
 
 #endif

@@ -23,6 +23,7 @@
 #define PD_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
 #define PD_THREAD_LOCAL _Thread_local
 #define PD_NOINLINE __attribute__((noinline))
+#define PD_ALWAYS_INLINE __attribute__((always_inline)) inline /* a body specialized by its constant arguments */
 #define PD_MAYBE_UNUSED __attribute__((unused)) /* a per-path text some builds leave uncalled */
 #elif defined(_MSC_VER)
 #define PD_TARGET(isa)
@@ -30,6 +31,7 @@
 #define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL __declspec(thread)
 #define PD_NOINLINE __declspec(noinline)
+#define PD_ALWAYS_INLINE __forceinline
 #define PD_MAYBE_UNUSED
 #else
 #define PD_TARGET(isa)
@@ -37,6 +39,7 @@
 #define PD_PREFETCH_R(p) ((void)(p))
 #define PD_THREAD_LOCAL _Thread_local
 #define PD_NOINLINE
+#define PD_ALWAYS_INLINE inline
 #define PD_MAYBE_UNUSED
 #endif
 

@@ -60,6 +60,8 @@ cdef extern from "kernels/gemm.h":
                   const double *B, size_t ldb, double *C, size_t ldc, int acc) nogil
     const char *pd_kernel_path() nogil
     int pd_force_kernel_path(const char *name) nogil
+    int pd_avx512_folds() nogil
+    void pd_force_avx512_fold(int mode) nogil
 
 cdef extern from "ops/attn_rows.h":
     ctypedef struct pd_attn_rows:

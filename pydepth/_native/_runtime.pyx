@@ -22,6 +22,14 @@ def force_kernel_path(str name):
     return bool(pd_force_kernel_path(name.encode()))
 
 
+def avx512_folds():
+    return bool(pd_avx512_folds())
+
+
+def force_avx512_fold(int mode):
+    pd_force_avx512_fold(mode)
+
+
 cdef extern from "Python.h":
     int _pending_signals "PyErr_CheckSignals" () noexcept  # no except clause: the error stays set
     unsigned long PyThread_get_thread_ident() nogil

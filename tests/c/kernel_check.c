@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/gemm.h"
+#include "variants.h"
 #include "kernels/mix.h"
 #include "kernels/mm_ref.h"
 #include "kernels/pool.h"
@@ -63,7 +64,6 @@ int main(void) {
     static const size_t shapes[][3] = {{7, 5, 9},     {37, 300, 41}, {130, 600, 70}, {64, 513, 200},
                                        {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63},
                                        {120, 300, 40}};
-    static const char *const paths[] = {"baseline", "avx2", "avx512", "neon"};
     static const int threads[] = {1, 3};
     int bad = 0, runs = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -74,8 +74,8 @@ int main(void) {
         double *C0 = malloc(cn * sizeof *C0), *C = malloc(cn * sizeof *C), *R = malloc(cn * sizeof *R);
         for (size_t i = 0; i < big; i++) { A[i] = next_value(); B[i] = next_value(); }
         for (size_t i = 0; i < cn; i++) C0[i] = next_value();
-        for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
-            if (!pd_force_kernel_path(paths[p])) continue; /* not on this CPU or architecture */
+        for (size_t p = 0; p < PD_VARIANT_COUNT; p++) {
+            if (!pd_force_variant(p)) continue; /* not on this CPU or architecture */
             for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
                 pd_set_num_threads(threads[t]);
                 for (size_t pad = 0; pad <= 3; pad += 3)
@@ -100,8 +100,9 @@ int main(void) {
                             runs++;
                             if (!sum_matches(kind, M, K, N, pad, A, B, C0, R, cn, acc)) {
                                 bad++;
-                                printf("FAIL %s threads %d %s_sum acc %d pad %zu %zux%zux%zu\n", paths[p],
-                                       threads[t], kind == 0 ? "nn" : "nt", acc, pad, M, K, N);
+                                printf("FAIL %s threads %d %s_sum acc %d pad %zu %zux%zux%zu\n",
+                                       pd_variants[p].name, threads[t], kind == 0 ? "nn" : "nt", acc, pad, M, K,
+                                       N);
                             }
                         }
                         size_t where;
@@ -109,12 +110,12 @@ int main(void) {
                         if (!same_bits(C, R, cn, &where)) { /* the padding must stay untouched too */
                             bad++;
                             printf("FAIL %s threads %d %s acc %d pad %zu %zux%zux%zu: element %zu %.17g != %.17g\n",
-                                   paths[p], threads[t], kind == 0 ? "nn" : kind == 1 ? "nt" : "tn", acc,
-                                   pad, M, K, N, where, C[where], R[where]);
+                                   pd_variants[p].name, threads[t], kind == 0 ? "nn" : kind == 1 ? "nt" : "tn",
+                                   acc, pad, M, K, N, where, C[where], R[where]);
                         }
                     }
             }
-            printf("ok   %-8s %zux%zux%zu\n", paths[p], M, K, N);
+            printf("ok   %-13s %zux%zux%zu\n", pd_variants[p].name, M, K, N);
         }
         free(A); free(B); free(C0); free(C); free(R);
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/gemm.h"
+#include "variants.h"
 #include "kernels/mm_ref.h"
 #include "kernels/pool.h"
 
@@ -38,7 +39,6 @@ static void product(int kind, int ref, size_t M, size_t K, size_t N, const doubl
 }
 
 int main(void) {
-    static const char *const paths[] = {"baseline", "avx2", "avx512", "neon"};
     static const char *const kinds[] = {"nn", "nt", "tn"};
     static double A[DIM * DIM], B[DIM * DIM], C0[DIM * (DIM + 1)], C[DIM * (DIM + 1)];
     static double R[2][3][DIM * (DIM + 1)]; /* pd_mm_ref's bits by acc and kind */
@@ -54,8 +54,8 @@ int main(void) {
                         memcpy(R[acc][kind], C0, cn * sizeof *C0);
                         product(kind, 1, M, K, N, A, B, R[acc][kind], acc);
                     }
-                for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
-                    if (!pd_force_kernel_path(paths[p])) continue; /* not on this CPU or architecture */
+                for (size_t p = 0; p < PD_VARIANT_COUNT; p++) {
+                    if (!pd_force_variant(p)) continue; /* not on this CPU or architecture */
                     for (int threads = 1; threads <= 2; threads++) {
                         pd_set_num_threads(threads);
                         for (int acc = 0; acc < 2; acc++)
@@ -65,8 +65,8 @@ int main(void) {
                                 runs++;
                                 if (memcmp(C, R[acc][kind], cn * sizeof *C) != 0) {
                                     if (bad++ < 20)
-                                        printf("FAIL %s threads %d %s acc %d %zux%zux%zu\n", paths[p], threads,
-                                               kinds[kind], acc, M, K, N);
+                                        printf("FAIL %s threads %d %s acc %d %zux%zux%zu\n",
+                                               pd_variants[p].name, threads, kinds[kind], acc, M, K, N);
                                 }
                             }
                     }
