@@ -15,7 +15,9 @@
 #include "../pd_buffer.h"
 #include "../pd_nodes.h"
 
-#define RB 64 /* rows (or key columns) per product block */
+/* Rows (or key columns) per product block: each diagonal block also computes its masked half,
+ * so shorter blocks waste less; short products run unpacked (benchmarks/KERNELS.md). */
+#define RB 32
 
 typedef struct {
     const pd_attn_geom *a;
