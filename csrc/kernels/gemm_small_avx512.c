@@ -171,31 +171,28 @@ static const tiles *current_tiles(void) { return pd_avx512_folds() ? &folded : &
 
 static __mmask8 lanes(size_t n) { return n >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << n) - 1u); }
 
-PD_TARGET("avx512f") void pd_small_avx512(const pd_product *p) {
+/* Every tile of the product, 8 rows by up to 16 columns, each by the tile of its width. */
+static void sweep(const pd_product *p, tile1_fn narrow, tile2_fn wide) {
     const size_t M = p->M, N = p->N;
-    const tiles *t = current_tiles();
     for (size_t j = 0; j < N; j += 16) {
         const size_t cols = N - j < 16 ? N - j : 16;
         const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
         for (size_t i = 0; i < M; i += R) {
             const size_t rows = M - i < R ? M - i : R;
-            if (m1) t->t8x2(p, i, j, rows, m0, m1);
-            else t->t8x1(p, i, j, rows, m0);
+            if (m1) wide(p, i, j, rows, m0, m1);
+            else narrow(p, i, j, rows, m0);
         }
     }
 }
 
-PD_TARGET("avx512f") void pd_small_avx512_ct(const pd_product *p) {
-    const size_t M = p->M, N = p->N;
+void pd_small_avx512(const pd_product *p) {
     const tiles *t = current_tiles();
-    for (size_t j = 0; j < N; j += 16) {
-        const size_t cols = N - j < 16 ? N - j : 16;
-        const __mmask8 m0 = lanes(cols), m1 = cols > 8 ? lanes(cols - 8) : 0;
-        if (m1)
-            for (size_t i = 0; i < M; i += R) t->t8x2_t(p, i, j, M - i < R ? M - i : R, m0, m1);
-        else
-            for (size_t i = 0; i < M; i += R) t->t8x1_t(p, i, j, M - i < R ? M - i : R, m0);
-    }
+    sweep(p, t->t8x1, t->t8x2);
+}
+
+void pd_small_avx512_ct(const pd_product *p) {
+    const tiles *t = current_tiles();
+    sweep(p, t->t8x1_t, t->t8x2_t);
 }
 #else
 typedef int pd_gemm_small_avx512_unused; /* no x86-64: this path does not exist */

@@ -36,10 +36,19 @@
         _mm512_storeu_pd(c + (i) * ldc + 8, c##i##1);                                         \
     } while (0)
 
+/* How a tile starts and ends: from +0.0 or C's partial sums (load), stored plain or added to add. */
+typedef struct {
+    int load;
+    const double *add;
+    size_t ldadd;
+} tile_io;
+
 /* The tile of packed A slivers; fold is a constant in each of its two specializations below. */
 PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile(size_t kc, const double *a, const double *b, double *c,
-                                                       size_t ldc, int load, const double *add, size_t ldadd,
-                                                       const int fold) {
+                                                       size_t ldc, const tile_io io, const int fold) {
+    const int load = io.load;
+    const double *add = io.add;
+    const size_t ldadd = io.ldadd;
     __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5); LOAD(6); LOAD(7);
     for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
@@ -57,8 +66,11 @@ PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile(size_t kc, const double *
 
 /* The tile with A's stored rows read in place. */
 PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_rows(size_t kc, const double *a, size_t lda,
-                                                            const double *b, double *c, size_t ldc, int load,
-                                                            const double *add, size_t ldadd, const int fold) {
+                                                            const double *b, double *c, size_t ldc,
+                                                            const tile_io io, const int fold) {
+    const int load = io.load;
+    const double *add = io.add;
+    const size_t ldadd = io.ldadd;
     const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
     const double *a6 = a + 6 * lda, *a7 = a + 7 * lda;
     __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
@@ -73,15 +85,17 @@ PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_rows(size_t kc, const dou
 /* Each tile call reads the fold choice once: a kc-long tile dwarfs the test. */
 PD_TARGET("avx512f") static void ukernel_avx512(size_t kc, const double *a, const double *b, double *c, size_t ldc,
                                                 int load, const double *add, size_t ldadd) {
-    if (pd_avx512_folds()) tile(kc, a, b, c, ldc, load, add, ldadd, 1);
-    else tile(kc, a, b, c, ldc, load, add, ldadd, 0);
+    const tile_io io = {load, add, ldadd};
+    if (pd_avx512_folds()) tile(kc, a, b, c, ldc, io, 1);
+    else tile(kc, a, b, c, ldc, io, 0);
 }
 
 PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a, size_t lda, const double *b,
                                                      double *c, size_t ldc, int load, const double *add,
                                                      size_t ldadd) {
-    if (pd_avx512_folds()) tile_rows(kc, a, lda, b, c, ldc, load, add, ldadd, 1);
-    else tile_rows(kc, a, lda, b, c, ldc, load, add, ldadd, 0);
+    const tile_io io = {load, add, ldadd};
+    if (pd_avx512_folds()) tile_rows(kc, a, lda, b, c, ldc, io, 1);
+    else tile_rows(kc, a, lda, b, c, ldc, io, 0);
 }
 
 const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, ukernel_avx512, ukernel_avx512_rows,
