@@ -92,7 +92,6 @@ PD_TARGET("avx512f") static PD_ALWAYS_INLINE void tile_8x2(const pd_product *p, 
     ALL(OUT, 1);
 }
 
-
 /* Column vector v of the tile stored transposed: the 8 rows' sums of lanes l become C row
  * j + 8v + l, columns i .. i + rows (masked), one register transpose per vector. */
 #define OUT_T(v)                                                                                 \
