@@ -45,3 +45,13 @@ def test_the_thread_count_a_skin_module_sets_is_the_shared_cores():
             assert core.pd_get_num_threads() == n
     finally:
         pydepth.set_num_threads(before)
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="reads ELF relocations with readelf")
+def test_the_core_calls_its_own_functions_directly_not_through_its_plt():
+    # a register tile asks gemm.c for its broadcast spelling once per call: a PLT jump each time
+    relocs = subprocess.run(["readelf", "-rW", str(_core_library())], capture_output=True, text=True,
+                            check=True).stdout
+    slots = [line.split()[4] for line in relocs.splitlines() if "JUMP_SLOT" in line and len(line.split()) > 4]
+    assert any(s.startswith("malloc") for s in slots), slots  # the C library's calls still bind at load
+    assert [s for s in slots if s.startswith("pd_")] == []
