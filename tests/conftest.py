@@ -153,9 +153,10 @@ def kernel_paths():
     return out
 
 
-#: the AVX-512 path's products in each of their two spellings (csrc/kernels/mul_bcast_avx512.h):
-#: "avx512" with separate broadcasts, "avx512-folded" with broadcasts folded into the multiplies
-AVX512_SPELLINGS = {"avx512": 0, "avx512-folded": 1}
+#: the AVX-512 path's products in each of their two spellings (csrc/kernels/mul_bcast_avx512.h),
+#: as (path, force_avx512_fold mode): "avx512" with separate broadcasts, "avx512-folded" with
+#: broadcasts folded into the multiplies
+AVX512_SPELLINGS = {"avx512": ("avx512", 0), "avx512-folded": ("avx512", 1)}
 
 
 def kernel_variants():
@@ -167,8 +168,9 @@ def force_variant(variant):
     """Forces a ``kernel_variants()`` entry: its path, and the AVX-512 spelling it names (this
     CPU's own choice for the other paths). True when the path runs here."""
     from pydepth._native import _runtime
-    _runtime.force_avx512_fold(AVX512_SPELLINGS.get(variant, -1))
-    return _runtime.force_kernel_path(variant.partition("-")[0])
+    path, fold = AVX512_SPELLINGS.get(variant, (variant, -1))
+    _runtime.force_avx512_fold(fold)
+    return _runtime.force_kernel_path(path)
 
 
 def each_path_and_thread_count():

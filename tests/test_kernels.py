@@ -33,7 +33,7 @@ def kernel_state():
     """Restores the dispatch path and thread count a test changes."""
     path, threads = _runtime.kernel_path(), pd.get_num_threads()
     yield
-    assert force_variant(path)
+    assert _runtime.force_kernel_path(path)
     _runtime.force_avx512_fold(-1)
     pd.set_num_threads(threads)
 
