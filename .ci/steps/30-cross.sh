@@ -4,7 +4,7 @@
 # native, aarch64 glibc under qemu-aarch64, x86-64 musl (static, musl-gcc), Windows AMD64
 # (zig cc, mingw-w64 ABI) under wine, and macOS arm64 / x86-64 (zig cc: build and link only).
 #
-# Every run must build, and its kernel_paths and nan_results tests must pass (the NaN results
+# Every run must build, and its kernel_paths, panel_lines and nan_results tests must pass (the NaN results
 # of the elementary functions by the rules of their specification). The public_fixtures test must be
 # bit-exact on the runs listed in BIT_EXACT_RUNS (every run that executes: the elementary
 # functions are pydepth's own, csrc/libm, so musl's and the Windows CRT's libm no longer matter).
@@ -113,10 +113,11 @@ for run in $RUNS; do
       summary+=("$run: built and linked (${kind:-pd_fixture_check, pd_kernel_check})")
       continue ;;
   esac
-  # The product paths and RoPE's finiteness report never depend on libm: required on every run.
-  if ! (cd "$build" && ctest --output-on-failure -R 'kernel_paths|rope_noting') >"$build.kernels" 2>&1; then
+  # The product paths, their tiles' next-panel lines and RoPE's finiteness report never depend
+  # on libm: required on every run.
+  if ! (cd "$build" && ctest --output-on-failure -R 'kernel_paths|panel_lines|rope_noting') >"$build.kernels" 2>&1; then
     cat "$build.kernels" >&2
-    summary+=("$run: kernel_paths or rope_noting FAILED")
+    summary+=("$run: kernel_paths, panel_lines or rope_noting FAILED")
     fail=1
   fi
   if [ "$run" = aarch64 ]; then

@@ -215,42 +215,19 @@ static void pack_b(const pd_gemm_path *p, const b_block *bk, size_t jr, double *
     bsum_add(s, b, kb, cols, rsb, csb);
 }
 
-/* The source lines of the next B panel, asked for a few at a time while the current panel's
- * tiles compute, so its packing reads cache instead of waiting on memory: `rows` stored runs
- * `stride` apart, each `len` doubles long. */
-typedef struct {
-    const double *base;
-    size_t stride, rows, len, row, off;
-} pf_cursor;
-
-static pf_cursor next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
-    pf_cursor c = {b, 0, 0, 0, 0, 0};
+/* The next panel's source lines (panel_lines.h): `cols` columns of kb terms from b. */
+static pd_panel_lines next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
+    pd_panel_lines c = {b, 0, 0, 0, 0, 0};
     if (csb == 1) c.stride = rsb, c.rows = kb, c.len = cols; /* kb rows of cols doubles */
     else if (rsb == 1) c.stride = csb, c.rows = cols, c.len = kb; /* cols stored rows of kb doubles */
     return c; /* any other layout: rows == 0, nothing asked for */
-}
-
-/* n more lines: each run's lines from its start, then its last double (a run need not start
- * on a line boundary). */
-static void prefetch_some(pf_cursor *c, size_t n) {
-    for (; n && c->row < c->rows; n--) {
-        const double *r = c->base + c->row * c->stride;
-        if (c->off < c->len) {
-            PD_PREFETCH_R(r + c->off);
-            c->off += 8; /* one 64-byte line */
-        } else {
-            PD_PREFETCH_R(r + c->len - 1);
-            c->off = 0;
-            c->row++;
-        }
-    }
 }
 
 /* The first row block packs panel jr just before its tiles (its source is then read while
  * the previous panel's tiles ran, not in one burst up front) and aims pf at the next panel;
  * returns how many of its lines each of the block's mb rows' tiles asks for. */
 static size_t pack_panel(const pd_gemm_path *p, const b_block *b, size_t jr, size_t mb, double *dst,
-                         pf_cursor *pf, struct pd_csum_s *s) {
+                         pd_panel_lines *pf, struct pd_csum_s *s) {
     const size_t nr = (size_t)p->nr, mr = (size_t)p->mr, kb = b->kb, nb = b->nb;
     pack_b(p, b, jr, dst, s);
     if (jr + nr >= nb) return 0;
@@ -272,7 +249,8 @@ typedef struct {
 } gemm_job;
 
 /* One register tile: kb terms of packed A slivers (lda == 0) or of A's stored rows lda apart,
- * times a packed B panel, into C (load: C holds partial sums; add: the addend of acc mode). */
+ * times a packed B panel, into C; io: how it starts and ends, and its share of the next
+ * panel's lines. */
 typedef struct {
     size_t kb;
     const double *ap;
@@ -280,23 +258,22 @@ typedef struct {
     const double *bp;
     double *c;
     size_t ldc;
-    int load;
-    const double *add;
-    size_t ldadd;
+    pd_tile_io io;
 } tile;
 
 /* Edge tile: run the kernel on a padded copy, then write back only the valid mm x nn part. */
 static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
     _Alignas(64) double tmp[PD_TILE_MAX];
-    const size_t nr = (size_t)p->nr, ldc = t->ldc, ldadd = t->ldadd;
+    const size_t nr = (size_t)p->nr, ldc = t->ldc, ldadd = t->io.ldadd;
     double *c = t->c;
-    const double *add = t->add;
+    const double *add = t->io.add;
+    const pd_tile_io io = {t->io.load, NULL, 0, t->io.next, t->io.lines};
     for (size_t i = 0; i < (size_t)p->mr * nr; i++) tmp[i] = 0.0;
-    if (t->load)
+    if (io.load)
         for (size_t i = 0; i < mm; i++)
             for (size_t j = 0; j < nn; j++) tmp[i * nr + j] = c[i * ldc + j];
-    if (t->lda) p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, tmp, nr, t->load, NULL, 0);
-    else p->ukernel(t->kb, t->ap, t->bp, tmp, nr, t->load, NULL, 0);
+    if (t->lda) p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, tmp, nr, &io);
+    else p->ukernel(t->kb, t->ap, t->bp, tmp, nr, &io);
     for (size_t i = 0; i < mm; i++)
         for (size_t j = 0; j < nn; j++)
             c[i * ldc + j] = add ? add[i * ldadd + j] + tmp[i * nr + j] : tmp[i * nr + j];
@@ -305,9 +282,9 @@ static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn
 /* A full tile straight into C, a partial one (mm x nn) through edge_tile. */
 static void run_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
     if (mm == (size_t)p->mr && nn == (size_t)p->nr && t->lda)
-        p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, t->c, t->ldc, t->load, t->add, t->ldadd);
+        p->ukernel_rows(t->kb, t->ap, t->lda, t->bp, t->c, t->ldc, &t->io);
     else if (mm == (size_t)p->mr && nn == (size_t)p->nr)
-        p->ukernel(t->kb, t->ap, t->bp, t->c, t->ldc, t->load, t->add, t->ldadd);
+        p->ukernel(t->kb, t->ap, t->bp, t->c, t->ldc, &t->io);
     else
         edge_tile(p, t, mm, nn);
 }
@@ -350,17 +327,20 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                            gather);
                 for (size_t jr = 0; jr < nb; jr += nr) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
-                    pf_cursor pf = {0};
+                    pd_panel_lines pf = {0};
                     const size_t pf_per_tile =
                         ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
+                    /* the path's tiles ask for their share (at most their loop's length) as they
+                     * run; the rest is asked for just before each tile */
+                    const size_t in_tile = !p->lines_in_tile ? 0 : pf_per_tile < kb ? pf_per_tile : kb;
                     for (size_t ir = 0; ir < mb; ir += mr) {
-                        prefetch_some(&pf, pf_per_tile);
+                        for (size_t n = in_tile; n < pf_per_tile; n++) pd_panel_line(&pf);
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
                         tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
-                                  .ldc = ldc, .load = load, .ldadd = ldc};
+                                  .ldc = ldc, .io = {load, NULL, ldc, &pf, in_tile}};
                         if (last && acc) {
-                            t.add = s_sz ? save + (ic + ir) * nb + jr : t.c;
-                            t.ldadd = s_sz ? nb : ldc;
+                            t.io.add = s_sz ? save + (ic + ir) * nb + jr : t.c;
+                            t.io.ldadd = s_sz ? nb : ldc;
                         }
                         /* the next tile's C rows: partial sums there are read at kernel entry */
                         if (ir + mr < mb)

@@ -34,12 +34,15 @@
     } while (0)
 
 PD_TARGET("avx2") static void ukernel_avx2(size_t kc, const double *a, const double *b, double *c, size_t ldc,
-                         int load, const double *add, size_t ldadd) {
+                                           const pd_tile_io *io) {
+    PD_TILE_LOCALS(io, kc);
     __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
-    for (size_t k = 0; k < kc; k++, a += MR, b += NR) {
-        const __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
-        ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);
+    for (size_t k = 0; k < kc; pd_line_share_ask(&share)) {
+        for (const size_t end = pd_line_share_until(&share, k, kc); k < end; k++, a += MR, b += NR) {
+            const __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
+            ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);
+        }
     }
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
@@ -52,18 +55,23 @@ PD_TARGET("avx2") static void ukernel_avx2(size_t kc, const double *a, const dou
     } while (0)
 
 PD_TARGET("avx2") static void ukernel_avx2_rows(size_t kc, const double *a, size_t lda, const double *b, double *c,
-                              size_t ldc, int load, const double *add, size_t ldadd) {
+                                                size_t ldc, const pd_tile_io *io) {
+    PD_TILE_LOCALS(io, kc);
     const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
     __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     LOAD(0); LOAD(1); LOAD(2); LOAD(3); LOAD(4); LOAD(5);
-    for (size_t k = 0; k < kc; k++, b += NR) {
-        const __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
-        ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5);
+    for (size_t k = 0; k < kc; pd_line_share_ask(&share)) {
+        for (const size_t end = pd_line_share_until(&share, k, kc); k < end; k++, b += NR) {
+            const __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
+            ROWS(0); ROWS(1); ROWS(2); ROWS(3); ROWS(4); ROWS(5);
+        }
     }
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
 
-const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, ukernel_avx2, ukernel_avx2_rows,
+/* Its short tiles ask for the next panel's lines just before they run: spread over their loops
+ * the step ran slower (benchmarks/KERNELS.md). */
+const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, 0, ukernel_avx2, ukernel_avx2_rows,
                                    pd_small_avx2};
 #else
 typedef int pd_ukernel_avx2_unused; /* no x86-64: this path does not exist */
