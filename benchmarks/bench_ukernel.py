@@ -95,7 +95,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--paths", default="avx512,avx512-folded,avx2" if X86 else "neon",
                     help="paths; avx512-folded is the AVX-512 kernel with its broadcasts folded")
-    ap.add_argument("--kc", type=int, default=256, help="terms per tile (the paths' k-block)")
+    ap.add_argument("--kc", type=int, default=256,
+                    help="terms per tile (AVX2's and the baseline's k-block; AVX-512's is 512)")
     ap.add_argument("--no-products", action="store_true", help="only the kernels (no pydepth import)")
     args = ap.parse_args(argv)
     try:

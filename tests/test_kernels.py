@@ -156,7 +156,8 @@ def test_small_products_bit_exact_at_every_shape_up_to_40_on_every_path_and_thre
 
 # Packed products with a transposed operand (transpose*.c): panels of 16 (AVX-512) and 8 (AVX2)
 # lanes moved in 8x8 / 4x4 register blocks, partial panels and k remainders by the portable
-# gather; k-blocks of 256 terms, so 603 terms give three blocks ending in a ragged one.
+# gather; k-blocks of 256 terms (512 on AVX-512), so 603 terms give three (two) blocks ending in
+# a ragged one.
 PACKED_T = [(37, 603, 83), (83, 603, 37), (6, 517, 113), (101, 263, 16), (48, 771, 61)]
 
 
@@ -200,7 +201,8 @@ def test_row_major_a_in_one_tall_row_block_bit_exact_on_every_path(kernel_state,
 
 # The packing copies of each path (pack.c, transpose*.c): one dimension swept from 1 to 40
 # across the register tiles (4, 6, 8 rows; 4, 8, 16 columns) while the other two keep the
-# product packed (M*K*N >= 2^18), with K = 530 giving two full k-blocks of 256 and a ragged one.
+# product packed (M*K*N >= 2^18), with K = 530 giving two full k-blocks of 256 (one of 512 on
+# AVX-512) and a ragged one.
 PACK_EDGE = range(1, 41)
 PACK_SWEEPS = {"m": lambda d: (d, 530, 521), "n": lambda d: (521, 530, d), "k": lambda d: (513, d, 520)}
 

@@ -89,8 +89,10 @@ PD_TARGET("avx512f") static void ukernel_avx512_rows(size_t kc, const double *a,
 }
 
 /* Its long tiles ask for the next panel's lines inside their loop: a burst before each one filled
- * the core's miss buffers (benchmarks/KERNELS.md). */
-const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 256, 96, 2048, 1, ukernel_avx512, ukernel_avx512_rows,
+ * the core's miss buffers. k-blocks of 512 terms: a 512-wide model's products then hand no partial
+ * sums through C, and the panel (64 KB) runs from L2 at full rate; nc keeps the packed block of B
+ * at its size (benchmarks/KERNELS.md). */
+const pd_gemm_path pd_path_avx512 = {"avx512", MR, NR, 512, 96, 1024, 1, ukernel_avx512, ukernel_avx512_rows,
                                      pd_small_avx512};
 #else
 typedef int pd_ukernel_avx512_unused; /* no x86-64: this path does not exist */
