@@ -267,7 +267,7 @@ static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn
     const size_t nr = (size_t)p->nr, ldc = t->ldc, ldadd = t->io.ldadd;
     double *c = t->c;
     const double *add = t->io.add;
-    const pd_tile_io io = {t->io.load, NULL, 0, t->io.next, t->io.lines};
+    const pd_tile_io io = {t->io.load, NULL, 0, t->io.next, t->io.lines, t->io.next_c};
     for (size_t i = 0; i < (size_t)p->mr * nr; i++) tmp[i] = 0.0;
     if (io.load)
         for (size_t i = 0; i < mm; i++)
@@ -330,24 +330,29 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     pd_panel_lines pf = {0};
                     const size_t pf_per_tile =
                         ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
-                    /* the path's tiles ask for their share (at most their loop's length) as they
-                     * run; the rest is asked for just before each tile */
-                    const size_t in_tile = !p->lines_in_tile ? 0 : pf_per_tile < kb ? pf_per_tile : kb;
                     for (size_t ir = 0; ir < mb; ir += mr) {
-                        for (size_t n = in_tile; n < pf_per_tile; n++) pd_panel_line(&pf);
-                        const size_t mm = mb - ir < mr ? mb - ir : mr;
+                        const size_t mm = mb - ir < mr ? mb - ir : mr, rest = mb - ir - mm;
                         tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
-                                  .ldc = ldc, .io = {load, NULL, ldc, &pf, in_tile}};
+                                  .ldc = ldc, .io = {load, NULL, ldc, &pf, 0, NULL}};
+                        /* the next tile's C rows: partial sums there are read at its entry, and
+                         * its stores should not wait for their lines */
+                        pd_tile_rows next_c = {t.c + mm * ldc, ldc, rest < mr ? rest : mr, nn, 0};
+                        const size_t c_lines = pd_tile_rows_lines(&next_c);
+                        /* the path's tiles ask for C's rows and their panel share (together at
+                         * most their loop's length) as they run; the rest just before the tile */
+                        const int c_in = p->lines_in_tile && c_lines <= kb;
+                        if (p->lines_in_tile) {
+                            const size_t room = kb - (c_in ? c_lines : 0);
+                            t.io.lines = pf_per_tile < room ? pf_per_tile : room;
+                        }
+                        for (size_t n = t.io.lines; n < pf_per_tile; n++) pd_panel_line(&pf);
+                        if (c_in) t.io.next_c = &next_c;
+                        else
+                            while (next_c.asked < c_lines) pd_tile_rows_ask(&next_c);
                         if (last && acc) {
                             t.io.add = s_sz ? save + (ic + ir) * nb + jr : t.c;
                             t.io.ldadd = s_sz ? nb : ldc;
                         }
-                        /* the next tile's C rows: partial sums there are read at kernel entry */
-                        if (ir + mr < mb)
-                            for (size_t i = 0; i < mr; i++) {
-                                PD_PREFETCH_W(t.c + (mr + i) * ldc);
-                                PD_PREFETCH_W(t.c + (mr + i) * ldc + nr - 1);
-                            }
                         t.lda = ir < full ? rsa : 0;
                         t.ap = t.lda ? A + (ic + ir) * rsa + pc : apack + (ir - full) * kb;
                         run_tile(p, &t, mm, nn);

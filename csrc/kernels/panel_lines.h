@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The next B panel's source lines, asked for while the current panel's tiles compute, so that
- * its packing reads cache instead of waiting on memory. gemm.c aims the cursor and gives each
- * tile a share; the tile asks for its share inside its k loop, one line every few terms, since
- * a burst of them before the tile filled the core's miss buffers and stalled it
- * (benchmarks/KERNELS.md). Hints only: no value depends on them. */
+ * its packing reads cache instead of waiting on memory; and the next tile's C rows, so that its
+ * partial sums and stores find them in cache. gemm.c aims the cursors and gives each tile a
+ * share; the tile asks for its share inside its k loop, one line every few terms, since a burst
+ * of them before the tile filled the core's miss buffers and stalled it (benchmarks/KERNELS.md).
+ * Hints only: no value depends on them. */
 #ifndef PD_PANEL_LINES_H
 #define PD_PANEL_LINES_H
 #include <stddef.h>
@@ -31,17 +32,37 @@ static inline void pd_panel_line(pd_panel_lines *c) {
     }
 }
 
-/* A tile's share of the cursor, spread over its kc terms: one line after every `every` terms,
- * `left` to go. A kernel runs its terms in spans (pd_line_share_until) and asks for a line
- * between them (pd_line_share_ask), so its inner loop stays as it is. */
+/* The next tile's C: `rows` rows `ld` apart from `base`, each `len` doubles. Each row is asked
+ * for by its first and its last double (its one or two lines), for writing; `asked` so far. */
+typedef struct {
+    double *base;
+    size_t ld, rows, len, asked;
+} pd_tile_rows;
+
+/* How many asks the rows take: two a row; none for NULL. */
+static inline size_t pd_tile_rows_lines(const pd_tile_rows *r) { return r ? 2 * r->rows : 0; }
+
+/* Asks for the rows' next end. */
+static inline void pd_tile_rows_ask(pd_tile_rows *r) {
+    const size_t i = r->asked++;
+    PD_PREFETCH_W(r->base + (i / 2) * r->ld + (i % 2 ? r->len - 1 : 0));
+}
+
+/* A tile's share, spread over its kc terms: one line after every `every` terms, `left` to go,
+ * the next tile's C rows first (`c_left` of them), then the next panel's. A kernel runs its
+ * terms in spans (pd_line_share_until) and asks for a line between them (pd_line_share_ask), so
+ * its inner loop stays as it is. */
 typedef struct {
     pd_panel_lines *lines;
-    size_t left, every;
+    pd_tile_rows *c;
+    size_t left, c_left, every;
 } pd_line_share;
 
-/* n lines (n <= kc) of c over kc terms; none when c is NULL or n is 0. */
-static inline pd_line_share pd_line_share_of(pd_panel_lines *c, size_t n, size_t kc) {
-    pd_line_share s = {c, c ? n : 0, n && kc / n ? kc / n : kc};
+/* All of c's rows and n lines of p over kc terms (gemm.c keeps the sum at most kc); no rows
+ * when c is NULL, no lines when p is NULL or n is 0. */
+static inline pd_line_share pd_line_share_of(pd_panel_lines *p, size_t n, pd_tile_rows *c, size_t kc) {
+    const size_t rows = pd_tile_rows_lines(c), all = rows + (p ? n : 0);
+    pd_line_share s = {p, c, all, rows, all && kc / all ? kc / all : kc};
     return s;
 }
 
@@ -50,10 +71,16 @@ static inline size_t pd_line_share_until(const pd_line_share *s, size_t k, size_
     return s->left && kc - k > s->every ? k + s->every : kc;
 }
 
-/* Between spans: one of the share's lines, while any is left. */
+/* Between spans: one of the share's lines, while any is left; C's rows first, since the next
+ * tile reads or writes them as soon as it starts or ends, while the panel waits for the next
+ * row block of tiles. */
 static inline void pd_line_share_ask(pd_line_share *s) {
-    if (s->left) {
-        s->left--;
+    if (!s->left) return;
+    s->left--;
+    if (s->c_left) {
+        s->c_left--;
+        pd_tile_rows_ask(s->c);
+    } else {
         pd_panel_line(s->lines);
     }
 }

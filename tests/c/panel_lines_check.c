@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Every path's register tiles (packed A and A read in place) ask for exactly the share of the
- * next panel's lines they are given, in the cursor's order, and stop where its runs end; the
- * share changes no bit of the tile. Exit status 0 only when all hold. */
+/* Every path's register tiles (packed A and A read in place) ask for all of the next tile's C
+ * rows when given them, and for exactly the share of the next panel's lines they are given, in
+ * the cursor's order, stopping where its runs end; neither changes a bit of the tile. Exit
+ * status 0 only when all hold. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,15 +44,18 @@ static double *filled(size_t n, double seed) {
     return p;
 }
 
-/* One tile of path p (rows: A read in place) asking for `lines`; 1 when its cursor ends where
- * `lines` single asks leave one and its C has the bits of the same tile asking for none. */
-static int tile_holds(const pd_gemm_path *p, int rows, size_t lines, const double *src) {
+/* One tile of path p (rows: A read in place) asking for `lines`, and for the rows of a next
+ * tile's C when `with_c`; 1 when its cursor ends where `lines` single asks leave one, every C
+ * row was asked for, and its C has the bits of the same tile asking for nothing. */
+static int tile_holds(const pd_gemm_path *p, int rows, size_t lines, int with_c, const double *src) {
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr, lda = KC + 3;
     double *a = filled(rows ? mr * lda : mr * KC, 0.25), *b = filled(KC * nr, -0.5);
-    double *c0 = filled(mr * nr, 0.0), *c1 = filled(mr * nr, 0.0);
+    double *c0 = filled(mr * nr, 0.0), *c1 = filled(mr * nr, 0.0), *next = filled(2 * mr * nr, 3.0);
     pd_panel_lines got = {src, RUN_STRIDE, RUNS, RUN_LEN, 0, 0}, want = got;
     for (size_t n = 0; n < lines; n++) pd_panel_line(&want);
-    const pd_tile_io none = {0, NULL, 0, NULL, 0}, share = {0, NULL, 0, &got, lines};
+    pd_tile_rows next_c = {next + 1, 2 * nr, mr, nr, 0}; /* rows that straddle two lines */
+    const pd_tile_io none = {0, NULL, 0, NULL, 0, NULL},
+                     share = {0, NULL, 0, &got, lines, with_c ? &next_c : NULL};
     if (rows) {
         p->ukernel_rows(KC, a, lda, b, c0, nr, &none);
         p->ukernel_rows(KC, a, lda, b, c1, nr, &share);
@@ -59,7 +63,9 @@ static int tile_holds(const pd_gemm_path *p, int rows, size_t lines, const doubl
         p->ukernel(KC, a, b, c0, nr, &none);
         p->ukernel(KC, a, b, c1, nr, &share);
     }
-    const int ok = got.row == want.row && got.off == want.off && !memcmp(c0, c1, mr * nr * sizeof(double));
+    const int ok = got.row == want.row && got.off == want.off && next_c.asked == (with_c ? 2 * mr : 0) &&
+                   !memcmp(c0, c1, mr * nr * sizeof(double));
+    pd_aligned_free(next);
     pd_aligned_free(a);
     pd_aligned_free(b);
     pd_aligned_free(c0);
@@ -77,11 +83,16 @@ int main(void) {
         if (!p) continue;
         ran++;
         for (int rows = 0; rows < 2; rows++)
-            for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++)
-                if (!tile_holds(p, rows, shares[i], src)) {
-                    printf("FAIL %s %s tile, share of %zu lines\n", pd_variants[v].name, rows ? "rows" : "packed",
-                           shares[i]);
-                    failed = 1;
+            for (int with_c = 0; with_c < 2; with_c++)
+                for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++) {
+                    /* C's rows and the panel's lines together fill at most the loop (gemm.c) */
+                    const size_t c_lines = with_c ? 2 * (size_t)p->mr : 0;
+                    const size_t lines = shares[i] + c_lines > KC ? KC - c_lines : shares[i];
+                    if (!tile_holds(p, rows, lines, with_c, src)) {
+                        printf("FAIL %s %s tile, share of %zu lines%s\n", pd_variants[v].name,
+                               rows ? "rows" : "packed", lines, with_c ? " and the next tile's C" : "");
+                        failed = 1;
+                    }
                 }
     }
     pd_aligned_free(src);
