@@ -102,7 +102,9 @@ def loss_with_perturbation(module, layout, site, delta, ids):
 @pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2", "gpt-neox", "gpt-neox-sequential", "nanogpt"])
 def test_site_adjoints_are_total_derivatives_of_the_loss(name, torch_models):
     if name == "nanogpt":
-        module = torch_models.NanoGPT(2).double()
+        with torch.random.fork_rng():  # its init draws from the global generator: the same draw every run
+            torch.manual_seed(5)
+            module = torch_models.NanoGPT(2).double()
     elif name == "gpt-neox-sequential":
         module = torch_models.hf("gpt-neox", 2, use_parallel_residual=False)
     else:
@@ -112,7 +114,9 @@ def test_site_adjoints_are_total_derivatives_of_the_loss(name, torch_models):
     expected = 3 if name == "gpt-neox" else 5
     assert len(probe.sites) == len(probe.adjoints) == expected
     gen = torch.Generator().manual_seed(2)
-    eps = 1e-4  # HF norms compute in float32: a smaller step drowns in their rounding
+    # HF norms compute in float32: a smaller step drowns in their rounding. NanoGPT is float64
+    # throughout, where the central difference's eps**2 error term is what limits the agreement.
+    eps = 1e-5 if name == "nanogpt" else 1e-4
     for site, (act, adj) in enumerate(zip(probe.sites, probe.adjoints)):
         assert act.shape == adj.shape == (2, 6, 32)
         delta = torch.randn(act.shape, generator=gen, dtype=torch.float64)
