@@ -52,7 +52,7 @@ static const pd_gemm_path *path_named(const char *name) {
 static void pass(const pd_gemm_path *p, size_t kc, size_t slivers, size_t lda, const double *a,
                  const double *b, double *c) {
     const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
-    const pd_tile_io io = {1, NULL, 0, NULL, 0}; /* C's partial sums in, plain out, no next panel */
+    const pd_tile_io io = {1, NULL, 0, NULL, 0, NULL}; /* C's partial sums in, plain out, nothing asked for */
     for (size_t s = 0; s < slivers; s++) {
         double *cs = c + s * mr * nr;
         if (lda) p->ukernel_rows(kc, a + s * mr * lda, lda, b, cs, nr, &io);

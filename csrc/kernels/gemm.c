@@ -261,6 +261,26 @@ typedef struct {
     pd_tile_io io;
 } tile;
 
+/* The C rows of the tile after the one at row ir of panel jr, in a block's loop order (cb: the
+ * block's first output, mb x nb): the panel's next rows, else the next panel's first rows; none
+ * after the block's last tile. Its partial sums are read as it starts, and its stores should
+ * not wait for their lines. */
+static pd_tile_rows next_tile_rows(const pd_gemm_path *p, double *cb, size_t ldc, size_t mb, size_t nb, size_t ir,
+                                   size_t jr) {
+    const size_t mr = (size_t)p->mr, nr = (size_t)p->nr;
+    pd_tile_rows r = {cb, ldc, 0, 0, 0};
+    if (ir + mr < mb) {
+        r.base = cb + (ir + mr) * ldc + jr;
+        r.rows = mb - ir - mr < mr ? mb - ir - mr : mr;
+        r.len = nb - jr < nr ? nb - jr : nr;
+    } else if (jr + nr < nb) {
+        r.base = cb + jr + nr;
+        r.rows = mb < mr ? mb : mr;
+        r.len = nb - jr - nr < nr ? nb - jr - nr : nr;
+    }
+    return r;
+}
+
 /* Edge tile: run the kernel on a padded copy, then write back only the valid mm x nn part. */
 static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
     _Alignas(64) double tmp[PD_TILE_MAX];
@@ -331,12 +351,10 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     const size_t pf_per_tile =
                         ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
-                        const size_t mm = mb - ir < mr ? mb - ir : mr, rest = mb - ir - mm;
+                        const size_t mm = mb - ir < mr ? mb - ir : mr;
                         tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
                                   .ldc = ldc, .io = {load, NULL, ldc, &pf, 0, NULL}};
-                        /* the next tile's C rows: partial sums there are read at its entry, and
-                         * its stores should not wait for their lines */
-                        pd_tile_rows next_c = {t.c + mm * ldc, ldc, rest < mr ? rest : mr, nn, 0};
+                        pd_tile_rows next_c = next_tile_rows(p, C + ic * ldc + jc, ldc, mb, nb, ir, jr);
                         const size_t c_lines = pd_tile_rows_lines(&next_c);
                         /* the path's tiles ask for C's rows and their panel share (together at
                          * most their loop's length) as they run; the rest just before the tile */
