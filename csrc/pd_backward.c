@@ -150,7 +150,8 @@ static void swiglu_again(const pd_graph *g, const pd_block_rec *r) {
 
 /* dE_head (E is used transposed). A gradient that takes it directly gets it in row blocks of
  * about half a megabyte, each committed while in cache; the lookup's rows then add to committed
- * values, which the commit's 0.0 + would leave as they are (never -0.0). */
+ * values, which the commit's 0.0 + would leave as they are (never -0.0). Each batch's final norm
+ * output, every block's B, is packed once for all of them. */
 static void head_wgrad(const pd_graph *g, backward_scratch *s) {
     const size_t B = g->B, T = g->T, W = g->model->cfg.model_width, V = g->model->cfg.vocabulary_size;
     const size_t E = PD_LEAD_EMBEDDING, block = (PD_HEAD_BLOCK / (W ? W : 1)) / 64 * 64;
@@ -159,13 +160,19 @@ static void head_wgrad(const pd_graph *g, backward_scratch *s) {
         wgrad(B, T, V, W, s->logits, g->final_norm.out, dE);
         return;
     }
+    pd_b_panels *out = V > block ? malloc(B * sizeof *out) : NULL; /* NULL: each block packs B */
+    for (size_t b = 0; out && b < B; b++) pd_b_panels_pack(&out[b], T, W, g->final_norm.out + b * T * W, W);
     for (size_t v0 = 0; v0 < V; v0 += block) {
         const size_t rows = V - v0 < block ? V - v0 : block;
-        for (size_t b = 0; b < B; b++)
-            pd_mm_tn(rows, T, W, s->logits + b * T * V + v0, V, g->final_norm.out + b * T * W, W, dE + v0 * W, W,
-                     b > 0);
+        for (size_t b = 0; b < B; b++) {
+            const double *a = s->logits + b * T * V + v0;
+            if (out) pd_mm_tn_panels(rows, a, V, &out[b], dE + v0 * W, W, b > 0);
+            else pd_mm_tn(rows, T, W, a, V, g->final_norm.out + b * T * W, W, dE + v0 * W, W, b > 0);
+        }
         if (pd_grad_txn_settle_range(s->txn, E, v0 * W, (v0 + rows) * W)) s->head_bad = 1;
     }
+    for (size_t b = 0; out && b < B; b++) pd_b_panels_free(&out[b]);
+    free(out);
 }
 
 /* Loss -> logits -> tied head -> final norm: leaves the adjoint of x_L in s->residual. The

@@ -325,7 +325,8 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
     const int a_rows = csa == 1 && rsa != 1;
     const size_t mc = a_rows && M <= PD_MC_ROWS && rsa < PD_PAGE_DOUBLES ? M : p->mc;
     const size_t a_sz = a_rows ? mr * kc : round_up(mc < M ? mc : M, mr) * kc;
-    const size_t b_sz = round_up(nc_eff, nr) * kc;
+    const pd_b_panels *pre = q->bp; /* B packed before the call: no panel of it is packed here */
+    const size_t b_sz = pre ? 0 : round_up(nc_eff, nr) * kc;
     /* acc with several k-blocks: C holds partial sums, so keep the addend aside */
     const size_t s_sz = acc && multi ? M * nc_eff : 0;
     double *buf = scratch_get(a_sz + b_sz + s_sz);
@@ -339,6 +340,9 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
             const size_t kb = K - pc < kc ? K - pc : kc;
             const int load = pc > 0, last = pc + kb == K;
             const b_block bblk = {B + pc * rsb + jc * csb, rsb, csb, kb, nb};
+            /* the block's panels, nr columns by kb terms each: packed ones at their place
+             * (pd_b_panels_pack's layout), else the first row block's, packed as it goes */
+            const double *panels = pre ? pre->panels + pc * pre->npad + (q->bp_col + jc) * kb : bpack;
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
@@ -349,10 +353,10 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                     const size_t nn = nb - jr < nr ? nb - jr : nr;
                     pd_panel_lines pf = {0};
                     const size_t pf_per_tile =
-                        ic == 0 ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
+                        ic == 0 && !pre ? pack_panel(p, &bblk, jr, mb, bpack + jr * kb, &pf, q->bsum) : 0;
                     for (size_t ir = 0; ir < mb; ir += mr) {
                         const size_t mm = mb - ir < mr ? mb - ir : mr;
-                        tile t = {.kb = kb, .bp = bpack + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
+                        tile t = {.kb = kb, .bp = panels + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
                                   .ldc = ldc, .io = {load, NULL, ldc, &pf, 0, NULL}};
                         pd_tile_rows next_c = next_tile_rows(p, C + ic * ldc + jc, ldc, mb, nb, ir, jr);
                         const size_t c_lines = pd_tile_rows_lines(&next_c);
@@ -394,6 +398,7 @@ static pd_product task_part(const gemm_job *j, size_t t) {
     } else {
         part.N = n;
         part.B += lo * part.csb;
+        part.bp_col += lo;
         part.C += lo;
     }
     return part;
@@ -430,7 +435,14 @@ static int small_product(size_t M, size_t K, size_t N) {
     return K == 0 || (M < lim && N < lim && K < lim && M * N < lim && M * N * K < lim);
 }
 
-static void gemm(const pd_product *q) {
+static void gemm(const pd_product *given) {
+    pd_product own;
+    const pd_product *q = given;
+    if (q->bp && (!q->bp->panels || q->bp->path != current_path())) { /* B then packs as it goes */
+        own = *given;
+        own.bp = NULL;
+        q = &own;
+    }
     const size_t M = q->M, K = q->K, N = q->N;
     if (M == 0 || N == 0) return;
     if (small_product(M, K, N)) { /* unpacked; a transposed B is copied k-major first */
@@ -467,30 +479,55 @@ static void gemm(const pd_product *q) {
 
 void pd_mm_nn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, NULL};
+    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, NULL, NULL, 0};
     gemm(&q);
 }
 
 void pd_mm_nt(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, NULL};
+    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, NULL, NULL, 0};
     gemm(&q);
 }
 
 void pd_mm_nn_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum) {
-    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, bsum};
+    const pd_product q = {M, K, N, A, lda, 1, B, ldb, 1, C, ldc, acc, bsum, NULL, 0};
     gemm(&q);
 }
 
 void pd_mm_nt_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum) {
-    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, bsum};
+    const pd_product q = {M, K, N, A, lda, 1, B, 1, ldb, C, ldc, acc, bsum, NULL, 0};
     gemm(&q);
 }
 
 void pd_mm_tn(size_t M, size_t K, size_t N, const double *A, size_t lda,
               const double *B, size_t ldb, double *C, size_t ldc, int acc) {
-    const pd_product q = {M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc, NULL};
+    const pd_product q = {M, K, N, A, 1, lda, B, ldb, 1, C, ldc, acc, NULL, NULL, 0};
+    gemm(&q);
+}
+
+void pd_b_panels_pack(pd_b_panels *b, size_t K, size_t N, const double *B, size_t ldb) {
+    const pd_gemm_path *p = current_path();
+    const size_t nr = (size_t)p->nr, npad = round_up(N, nr);
+    *b = (pd_b_panels){p, K, N, npad, ldb, B, NULL};
+    if (K == 0 || N == 0 || npad > SIZE_MAX / sizeof(double) / K) return;
+    b->panels = pd_aligned_alloc(64, K * npad * sizeof(double));
+    /* k-block pc's panels from pc * npad on, panel j (columns j..j+nr-1) at j * kb within it */
+    for (size_t pc = 0; b->panels && pc < K; pc += p->kc) {
+        const size_t kb = K - pc < p->kc ? K - pc : p->kc;
+        const b_block blk = {B + pc * ldb, ldb, 1, kb, N};
+        for (size_t j = 0; j < N; j += nr) pack_b(p, &blk, j, b->panels + pc * npad + j * kb, NULL);
+    }
+}
+
+void pd_b_panels_free(pd_b_panels *b) {
+    pd_aligned_free(b->panels);
+    b->panels = NULL;
+}
+
+void pd_mm_tn_panels(size_t M, const double *A, size_t lda, const pd_b_panels *b, double *C, size_t ldc,
+                     int acc) {
+    const pd_product q = {M, b->K, b->N, A, 1, lda, b->B, b->ldb, 1, C, ldc, acc, NULL, b, 0};
     gemm(&q);
 }

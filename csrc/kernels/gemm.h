@@ -24,6 +24,22 @@ void pd_mm_nn_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
 void pd_mm_nt_sum(size_t M, size_t K, size_t N, const double *A, size_t lda,
                   const double *B, size_t ldb, double *C, size_t ldc, int acc, struct pd_csum_s *bsum);
 
+/* A row-major B (K x N, rows ldb apart) packed once into the current path's panels, for several
+ * pd_mm_tn_panels products that read it: the tied head's dE blocks would each pack all of B
+ * again. panels is NULL when memory is short; the products then pack B as they go. B must stay
+ * unchanged while the panels are used. */
+typedef struct pd_b_panels_s {
+    const void *path; /* the path whose panels these are: another path packs B as it goes */
+    size_t K, N, npad, ldb;
+    const double *B;
+    double *panels;
+} pd_b_panels;
+void pd_b_panels_pack(pd_b_panels *b, size_t K, size_t N, const double *B, size_t ldb);
+void pd_b_panels_free(pd_b_panels *b);
+/* pd_mm_tn with b's B: C[m,n] (+)= sum_k A[k*lda+m] * B[k*ldb+n], the same bits. */
+void pd_mm_tn_panels(size_t M, const double *A, size_t lda, const pd_b_panels *b, double *C, size_t ldc,
+                     int acc);
+
 /* Name of the instruction-set path chosen at run time ("baseline", "avx2", ...). */
 const char *pd_kernel_path(void);
 /* Force a path by name for testing; returns 0 if unavailable on this CPU. */

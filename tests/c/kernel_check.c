@@ -3,7 +3,9 @@
  * the reference-order loops pd_mm_ref, bit for bit, on shapes with edge tiles, several
  * k-blocks, the parallel split and the unpacked small products, with tight and padded leading
  * dimensions; the _sum products also gather B's checksum terms (kernels/mix.h) by their
- * definition, each value once. No Python at run time; exit status 0 only when all match. */
+ * definition, each value once; a B packed once (pd_b_panels) gives every row block that reads it,
+ * on its own path or another, the same bits. No Python at run time; exit status 0 only when all
+ * match. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +61,31 @@ static int sum_matches(int kind, size_t M, size_t K, size_t N, size_t pad, const
     return ok;
 }
 
+/* pd_mm_tn_panels over C's rows in two blocks (as the tied head's dE is made), B packed once
+ * under variant `packed` and the products run under variant `run`: R's bits over all cn doubles. */
+static int panels_match(size_t packed, size_t run, size_t M, size_t K, size_t N, size_t pad, const double *A,
+                        const double *B, const double *C0, const double *R, size_t cn, int acc) {
+    const size_t ldc = N + pad, half = M / 2;
+    double *S = malloc(cn * sizeof *S);
+    pd_b_panels bp;
+    size_t at;
+    memcpy(S, C0, cn * sizeof *S);
+    pd_force_variant(packed);
+    pd_b_panels_pack(&bp, K, N, B, N + pad);
+    pd_force_variant(run);
+    pd_mm_tn_panels(half, A, M + pad, &bp, S, ldc, acc);
+    pd_mm_tn_panels(M - half, A + half, M + pad, &bp, S + half * ldc, ldc, acc);
+    const int ok = bp.panels != NULL && same_bits(S, R, cn, &at);
+    pd_b_panels_free(&bp);
+    free(S);
+    return ok;
+}
+
 int main(void) {
     /* 120 x 300: a row-major A's one tall row block (gemm.c's PD_MC_ROWS), ragged k-blocks */
     static const size_t shapes[][3] = {{7, 5, 9},     {37, 300, 41}, {130, 600, 70}, {64, 513, 200},
                                        {16, 16, 266}, {266, 16, 16}, {9, 33, 17},   {64, 64, 63},
-                                       {120, 300, 40}};
+                                       {120, 300, 40}, {9, 1100, 1030}};
     static const int threads[] = {1, 3};
     int bad = 0, runs = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -96,6 +118,18 @@ int main(void) {
                             pd_mm_tn(M, K, N, A, M + pad, B, N + pad, C, ldc, acc);
                             pd_mm_ref(&(pd_product){M, K, N, A, 1, M + pad, B, N + pad, 1, R, ldc, acc});
                         }
+                        for (size_t q = 0; kind == 2 && q < PD_VARIANT_COUNT; q++) {
+                            /* again with B packed once, on this path (q == p) and under the others */
+                            if (q != p && (q + 1) % 2 != 0) continue; /* a few pairs, not all */
+                            if (!pd_force_variant(q)) continue;
+                            runs++;
+                            if (!panels_match(q, p, M, K, N, pad, A, B, C0, R, cn, acc)) {
+                                bad++;
+                                printf("FAIL %s threads %d tn_panels packed under %s acc %d pad %zu %zux%zux%zu\n",
+                                       pd_variants[p].name, threads[t], pd_variants[q].name, acc, pad, M, K, N);
+                            }
+                        }
+                        pd_force_variant(p);
                         if (kind < 2) { /* again with B's terms gathered: the same bits, each term once */
                             runs++;
                             if (!sum_matches(kind, M, K, N, pad, A, B, C0, R, cn, acc)) {
