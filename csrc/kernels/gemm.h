@@ -34,7 +34,9 @@ typedef struct pd_b_panels_s {
     const double *B;
     double *panels;
 } pd_b_panels;
+/* Packs B into b->panels under the current path (NULL when short of memory). */
 void pd_b_panels_pack(pd_b_panels *b, size_t K, size_t N, const double *B, size_t ldb);
+/* Frees b's panels; b may be packed again. */
 void pd_b_panels_free(pd_b_panels *b);
 /* pd_mm_tn with b's B: C[m,n] (+)= sum_k A[k*lda+m] * B[k*ldb+n], the same bits. */
 void pd_mm_tn_panels(size_t M, const double *A, size_t lda, const pd_b_panels *b, double *C, size_t ldc,
