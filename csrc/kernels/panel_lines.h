@@ -72,8 +72,8 @@ static inline size_t pd_line_share_until(const pd_line_share *s, size_t k, size_
 }
 
 /* Between spans: one of the share's lines, while any is left; C's rows first, since the next
- * tile reads or writes them as soon as it starts or ends, while the panel waits for the next
- * row block of tiles. */
+ * tile reads or writes them as soon as it starts or ends, while the next panel's source is read
+ * only after the current panel's last tile. */
 static inline void pd_line_share_ask(pd_line_share *s) {
     if (!s->left) return;
     s->left--;
