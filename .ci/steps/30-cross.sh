@@ -113,8 +113,8 @@ for run in $RUNS; do
       summary+=("$run: built and linked (${kind:-pd_fixture_check, pd_kernel_check})")
       continue ;;
   esac
-  # The product paths, their tiles' next-panel lines and RoPE's finiteness report never depend
-  # on libm: required on every run.
+  # The product paths, their tiles' asks (the next tile's C, the next panel's lines) and RoPE's
+  # finiteness report never depend on libm: required on every run.
   if ! (cd "$build" && ctest --output-on-failure -R 'kernel_paths|panel_lines|rope_noting') >"$build.kernels" 2>&1; then
     cat "$build.kernels" >&2
     summary+=("$run: kernel_paths, panel_lines or rope_noting FAILED")

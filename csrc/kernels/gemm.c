@@ -215,6 +215,10 @@ static void pack_b(const pd_gemm_path *p, const b_block *bk, size_t jr, double *
     bsum_add(s, b, kb, cols, rsb, csb);
 }
 
+/* Where panel `col` / nr of the k-block starting at term pc lies in B packed whole (npad: N
+ * rounded up to whole panels): each k-block's panels in column order, nr columns by kb terms. */
+static size_t panel_offset(size_t npad, size_t pc, size_t col, size_t kb) { return pc * npad + col * kb; }
+
 /* The next panel's source lines (panel_lines.h): `cols` columns of kb terms from b. */
 static pd_panel_lines next_panel_lines(size_t kb, size_t cols, const double *b, size_t rsb, size_t csb) {
     pd_panel_lines c = {b, 0, 0, 0, 0, 0};
@@ -281,6 +285,20 @@ static pd_tile_rows next_tile_rows(const pd_gemm_path *p, double *cb, size_t ldc
     return r;
 }
 
+/* Splits a tile's asks: a path whose tiles spread them gets the next tile's C rows and up to the
+ * rest of its kb terms of the panel's `share` lines in `io`; whatever does not go in is asked
+ * for here, just before the tile. */
+static void tile_asks(const pd_gemm_path *p, size_t kb, size_t share, pd_tile_rows *next_c, pd_tile_io *io) {
+    const size_t c_lines = pd_tile_rows_lines(next_c);
+    const int c_in = p->lines_in_tile && c_lines <= kb;
+    const size_t room = p->lines_in_tile ? kb - (c_in ? c_lines : 0) : 0;
+    io->lines = share < room ? share : room;
+    for (size_t n = io->lines; n < share; n++) pd_panel_line(io->next);
+    if (c_in) io->next_c = next_c;
+    else
+        while (next_c->asked < c_lines) pd_tile_rows_ask(next_c);
+}
+
 /* Edge tile: run the kernel on a padded copy, then write back only the valid mm x nn part. */
 static void edge_tile(const pd_gemm_path *p, const tile *t, size_t mm, size_t nn) {
     _Alignas(64) double tmp[PD_TILE_MAX];
@@ -325,7 +343,8 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
     const int a_rows = csa == 1 && rsa != 1;
     const size_t mc = a_rows && M <= PD_MC_ROWS && rsa < PD_PAGE_DOUBLES ? M : p->mc;
     const size_t a_sz = a_rows ? mr * kc : round_up(mc < M ? mc : M, mr) * kc;
-    const pd_b_panels *pre = q->bp; /* B packed before the call: no panel of it is packed here */
+    /* B packed before the call on this path: no panel of it is packed here */
+    const pd_b_panels *pre = q->bp && q->bp->panels && q->bp->path == p ? q->bp : NULL;
     const size_t b_sz = pre ? 0 : round_up(nc_eff, nr) * kc;
     /* acc with several k-blocks: C holds partial sums, so keep the addend aside */
     const size_t s_sz = acc && multi ? M * nc_eff : 0;
@@ -340,9 +359,8 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
             const size_t kb = K - pc < kc ? K - pc : kc;
             const int load = pc > 0, last = pc + kb == K;
             const b_block bblk = {B + pc * rsb + jc * csb, rsb, csb, kb, nb};
-            /* the block's panels, nr columns by kb terms each: packed ones at their place
-             * (pd_b_panels_pack's layout), else the first row block's, packed as it goes */
-            const double *panels = pre ? pre->panels + pc * pre->npad + (q->bp_col + jc) * kb : bpack;
+            /* the block's panels: packed before the call, else the first row block's as it goes */
+            const double *panels = pre ? pre->panels + panel_offset(pre->npad, pc, q->bp_col + jc, kb) : bpack;
             for (size_t ic = 0; ic < M; ic += mc) {
                 const size_t mb = M - ic < mc ? M - ic : mc;
                 const size_t full = a_rows ? mb / mr * mr : 0; /* rows read in place */
@@ -359,18 +377,7 @@ static int gemm_block(const pd_gemm_path *p, const pd_product *q) {
                         tile t = {.kb = kb, .bp = panels + jr * kb, .c = C + (ic + ir) * ldc + jc + jr,
                                   .ldc = ldc, .io = {load, NULL, ldc, &pf, 0, NULL}};
                         pd_tile_rows next_c = next_tile_rows(p, C + ic * ldc + jc, ldc, mb, nb, ir, jr);
-                        const size_t c_lines = pd_tile_rows_lines(&next_c);
-                        /* the path's tiles ask for C's rows and their panel share (together at
-                         * most their loop's length) as they run; the rest just before the tile */
-                        const int c_in = p->lines_in_tile && c_lines <= kb;
-                        if (p->lines_in_tile) {
-                            const size_t room = kb - (c_in ? c_lines : 0);
-                            t.io.lines = pf_per_tile < room ? pf_per_tile : room;
-                        }
-                        for (size_t n = t.io.lines; n < pf_per_tile; n++) pd_panel_line(&pf);
-                        if (c_in) t.io.next_c = &next_c;
-                        else
-                            while (next_c.asked < c_lines) pd_tile_rows_ask(&next_c);
+                        tile_asks(p, kb, pf_per_tile, &next_c, &t.io);
                         if (last && acc) {
                             t.io.add = s_sz ? save + (ic + ir) * nb + jr : t.c;
                             t.io.ldadd = s_sz ? nb : ldc;
@@ -435,14 +442,7 @@ static int small_product(size_t M, size_t K, size_t N) {
     return K == 0 || (M < lim && N < lim && K < lim && M * N < lim && M * N * K < lim);
 }
 
-static void gemm(const pd_product *given) {
-    pd_product own;
-    const pd_product *q = given;
-    if (q->bp && (!q->bp->panels || q->bp->path != current_path())) { /* B then packs as it goes */
-        own = *given;
-        own.bp = NULL;
-        q = &own;
-    }
+static void gemm(const pd_product *q) {
     const size_t M = q->M, K = q->K, N = q->N;
     if (M == 0 || N == 0) return;
     if (small_product(M, K, N)) { /* unpacked; a transposed B is copied k-major first */
@@ -513,11 +513,10 @@ void pd_b_panels_pack(pd_b_panels *b, size_t K, size_t N, const double *B, size_
     *b = (pd_b_panels){p, K, N, npad, ldb, B, NULL};
     if (K == 0 || N == 0 || npad > SIZE_MAX / sizeof(double) / K) return;
     b->panels = pd_aligned_alloc(64, K * npad * sizeof(double));
-    /* k-block pc's panels from pc * npad on, panel j (columns j..j+nr-1) at j * kb within it */
     for (size_t pc = 0; b->panels && pc < K; pc += p->kc) {
         const size_t kb = K - pc < p->kc ? K - pc : p->kc;
         const b_block blk = {B + pc * ldb, ldb, 1, kb, N};
-        for (size_t j = 0; j < N; j += nr) pack_b(p, &blk, j, b->panels + pc * npad + j * kb, NULL);
+        for (size_t j = 0; j < N; j += nr) pack_b(p, &blk, j, b->panels + panel_offset(npad, pc, j, kb), NULL);
     }
 }
 

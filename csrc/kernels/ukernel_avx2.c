@@ -69,8 +69,8 @@ PD_TARGET("avx2") static void ukernel_avx2_rows(size_t kc, const double *a, size
     STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5);
 }
 
-/* Its short tiles ask for the next panel's lines just before they run: spread over their loops
- * the step ran slower (benchmarks/KERNELS.md). */
+/* Its short tiles ask for the next tile's C and the next panel's lines just before they run:
+ * spread over their loops the step ran slower (benchmarks/KERNELS.md). */
 const pd_gemm_path pd_path_avx2 = {"avx2", MR, NR, 256, 96, 2048, 0, ukernel_avx2, ukernel_avx2_rows,
                                    pd_small_avx2};
 #else

@@ -66,7 +66,8 @@ static void ukernel_neon_rows(size_t kc, const double *a, size_t lda, const doub
     STORES;
 }
 
-/* Not measured on an aarch64 machine yet: the next panel's lines just before each tile, as before. */
+/* Not measured on an aarch64 machine yet: the next tile's C and the next panel's lines just
+ * before each tile, as before. */
 const pd_gemm_path pd_path_neon = {"neon", MR, NR, 256, 96, 2048, 0, ukernel_neon, ukernel_neon_rows,
                                    pd_small_generic};
 #else

@@ -120,7 +120,8 @@ int main(void) {
                         }
                         for (size_t q = 0; kind == 2 && q < PD_VARIANT_COUNT; q++) {
                             /* again with B packed once, on this path (q == p) and under the others */
-                            if (q != p && (q + 1) % 2 != 0) continue; /* a few pairs, not all */
+                            /* packed under this path, or under avx2 or avx512-folded (odd q) */
+                            if (q != p && (q + 1) % 2 != 0) continue;
                             if (!pd_force_variant(q)) continue;
                             runs++;
                             if (!panels_match(q, p, M, K, N, pad, A, B, C0, R, cn, acc)) {
